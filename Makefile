@@ -1,0 +1,29 @@
+# Set-up and the two everyday jobs. `make simulate` runs the embedded default scenario;
+# `make test` runs lint, type checks and the test suite (what CI runs, via .ci/run).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: simulate test lint setup clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+simulate: setup
+	$(BIN)/harmonic simulate
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -n 2
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from harmonic.cli import main
+
+main()

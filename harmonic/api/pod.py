@@ -1,0 +1,241 @@
+"""The scheduler's view of a Pod, compiled once from its manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harmonic.api.errors import ObjectError
+from harmonic.api.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    Resources,
+    pod_requests,
+)
+from harmonic.api.selectors import (
+    NodeSelector,
+    NodeSelectorTerm,
+    labels_of,
+    node_selector,
+    node_selector_term,
+)
+from harmonic.api.taints import Toleration, parse_tolerations
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+_NONZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str  # "0.0.0.0" when unset
+    protocol: str  # TCP when unset
+    port: int
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.ip == other.ip or "0.0.0.0" in (self.ip, other.ip)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm | None  # None: an empty term, which matches nothing
+
+
+class Pod:
+    """Immutable compiled pod. ``raw`` is the manifest it came from (never mutated here)."""
+
+    __slots__ = (
+        "annotations",
+        "creation_timestamp",
+        "deleting",
+        "extra",
+        "host_ports",
+        "images",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_name",
+        "node_selector",
+        "nominated_node_name",
+        "nonzero_cpu",
+        "nonzero_memory",
+        "owners",
+        "phase",
+        "preemption_policy",
+        "preferred_affinity",
+        "priority",
+        "raw",
+        "requests",
+        "required_affinity",
+        "scheduler_name",
+        "scheduling_gates",
+        "spec",
+        "tolerations",
+        "uid",
+    )
+
+    raw: Mapping[str, Any]
+    spec: Mapping[str, Any]
+    name: str
+    namespace: str
+    key: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str
+    nominated_node_name: str
+    scheduler_name: str
+    priority: int
+    preemption_policy: str
+    requests: Resources
+    nonzero_cpu: int
+    nonzero_memory: int
+    tolerations: tuple[Toleration, ...]
+    node_selector: dict[str, str]
+    required_affinity: NodeSelector | None
+    preferred_affinity: tuple[PreferredTerm, ...]
+    host_ports: tuple[HostPort, ...]
+    images: tuple[str, ...]
+    scheduling_gates: tuple[str, ...]
+    owners: tuple[OwnerRef, ...]
+    phase: str
+    deleting: bool
+    creation_timestamp: str
+    #: Per-plugin compiled data about this pod (e.g. parsed affinity terms), filled lazily by plugins.
+    extra: dict[str, Any]
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key})"
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        for o in self.owners:
+            if o.controller:
+                return o
+        return None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+def _map(obj: str, field: str, raw: Any) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ObjectError(obj, field, f"must be an object, not {type(raw).__name__}")
+    return raw
+
+
+def _host_ports(obj: str, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    containers = [("spec.containers", c) for c in spec.get("containers") or ()]
+    containers += [
+        ("spec.initContainers", c)
+        for c in spec.get("initContainers") or ()
+        if c.get("restartPolicy") == "Always"
+    ]
+    for field, c in containers:
+        for j, p in enumerate(c.get("ports") or ()):
+            hp = p.get("hostPort")
+            if not hp:
+                continue
+            if not isinstance(hp, int) or not 0 < hp < 65536:
+                raise ObjectError(
+                    obj, f"{field}[{c.get('name')}].ports[{j}].hostPort", f"{hp!r} is not a port"
+                )
+            ports.append(HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), hp))
+    return tuple(ports)
+
+
+def parse_pod(raw: Mapping[str, Any]) -> Pod:
+    """Compile a Pod manifest. Raises ``ObjectError`` naming the pod and field on malformed input."""
+    if not isinstance(raw, Mapping):
+        raise ObjectError("Pod", "", "must be an object")
+    meta = _map("Pod", "metadata", raw.get("metadata"))
+    name = meta.get("name")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(name, str) or not name:
+        raise ObjectError("Pod", "metadata.name", "is required")
+    obj = f"Pod {namespace}/{name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    status = _map(obj, "status", raw.get("status"))
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ObjectError(obj, "spec.containers", "must list at least one container")
+
+    p = Pod.__new__(Pod)
+    p.raw = raw
+    p.spec = spec
+    p.name = name
+    p.namespace = str(namespace)
+    p.key = f"{namespace}/{name}"
+    p.uid = str(meta.get("uid") or p.key)
+    p.labels = labels_of(obj, "metadata.labels", meta.get("labels"))
+    p.annotations = labels_of(obj, "metadata.annotations", meta.get("annotations"))
+    p.node_name = str(spec.get("nodeName") or "")
+    p.nominated_node_name = str(status.get("nominatedNodeName") or "")
+    p.scheduler_name = str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+    priority = spec.get("priority", 0)
+    if priority is None:
+        priority = 0
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ObjectError(obj, "spec.priority", f"{priority!r} is not an integer")
+    p.priority = priority
+    p.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
+    p.requests = pod_requests(obj, spec)
+    nonzero = pod_requests(obj, spec, _NONZERO_DEFAULTS)
+    p.nonzero_cpu = nonzero.get(CPU, 0)
+    p.nonzero_memory = nonzero.get(MEMORY, 0)
+    p.tolerations = parse_tolerations(obj, "spec.tolerations", spec.get("tolerations"))
+    p.node_selector = labels_of(obj, "spec.nodeSelector", spec.get("nodeSelector"))
+
+    node_aff = _map(
+        obj,
+        "spec.affinity.nodeAffinity",
+        _map(obj, "spec.affinity", spec.get("affinity")).get("nodeAffinity"),
+    )
+    req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    p.required_affinity = node_selector(obj, field, req) if req is not None else None
+    prefs = []
+    field = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, t in enumerate(node_aff.get(field.rsplit(".", 1)[1]) or ()):
+        w = t.get("weight") if isinstance(t, Mapping) else None
+        if not isinstance(w, int) or not 1 <= w <= 100:
+            raise ObjectError(obj, f"{field}[{i}].weight", f"{w!r} must be an integer in 1..100")
+        prefs.append(
+            PreferredTerm(w, node_selector_term(obj, f"{field}[{i}].preference", t.get("preference") or {}))
+        )
+    p.preferred_affinity = tuple(prefs)
+
+    p.host_ports = _host_ports(obj, spec)
+    images = [c.get("image") for c in containers]
+    images += [c.get("image") for c in spec.get("initContainers") or ()]
+    p.images = tuple(str(i) for i in images if i)
+    p.scheduling_gates = tuple(str(g.get("name")) for g in spec.get("schedulingGates") or ())
+    p.owners = tuple(
+        OwnerRef(
+            str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller"))
+        )
+        for o in meta.get("ownerReferences") or ()
+    )
+    p.phase = str(status.get("phase") or "Pending")
+    p.deleting = bool(meta.get("deletionTimestamp"))
+    p.creation_timestamp = str(meta.get("creationTimestamp") or "")
+    p.extra = {}
+    return p

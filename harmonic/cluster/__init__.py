@@ -1,0 +1,1 @@
+"""Cluster adapters: what feeds events into a ``Scheduler`` and carries its decisions out."""

@@ -1,0 +1,223 @@
+"""An in-memory cluster: the adapter tests, benchmarks and the simulator run the scheduler against.
+
+It holds nodes and pods as manifests, applies API-server defaulting on create, binds by setting
+``spec.nodeName``, records Events and pod conditions as kube-scheduler writes them, and tells
+subscribers (schedulers) about every change. Objects are treated as immutable: changes replace them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harmonic.api.pod import Pod
+from harmonic.cluster.defaults import default_node, default_pod
+from harmonic.framework.status import Code, Status
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+Listener = Callable[[Obj | None, Obj | None], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A core/v1 Event as kube-scheduler records it."""
+
+    type: str  # Normal | Warning
+    reason: str  # Scheduled | FailedScheduling | Preempted ...
+    message: str
+    namespace: str
+    name: str
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+class InMemoryCluster:
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        self.nodes: dict[str, Obj] = {}
+        self.pods: dict[str, Obj] = {}
+        self.events: list[Event] = []
+        self._node_listeners: list[Listener] = []
+        self._pod_listeners: list[Listener] = []
+        self._uids = itertools.count(1)
+        self._clock = clock or (lambda: 0.0)
+        #: Bind calls refused by a test hook: node -> reason (to exercise binding failures).
+        self.refuse_binding: dict[str, str] = {}
+        self.binds = 0
+
+    # ------------------------------------------------------------------ subscriptions
+    def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
+        """Register a scheduler's handlers; with ``replay`` it first receives every existing object."""
+        self._node_listeners.append(on_node)
+        self._pod_listeners.append(on_pod)
+        if replay:
+            for n in self.nodes.values():
+                on_node(None, n)
+            for p in self.pods.values():
+                on_pod(None, p)
+
+    def connect(self, scheduler: Any) -> None:
+        """Wire a ``Scheduler`` to this cluster: it receives events, and binds through this adapter."""
+        self.subscribe(scheduler.on_node, scheduler.on_pod)
+
+    def _emit_node(self, old: Obj | None, new: Obj | None) -> None:
+        for fn in self._node_listeners:
+            fn(old, new)
+
+    def _emit_pod(self, old: Obj | None, new: Obj | None) -> None:
+        for fn in self._pod_listeners:
+            fn(old, new)
+
+    def _created(self) -> str:
+        return f"t={self._clock():.6f}"
+
+    # ------------------------------------------------------------------ nodes
+    def add_node(self, raw: Obj) -> Obj:
+        name = (raw.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError("node needs metadata.name")
+        if name in self.nodes:
+            raise ValueError(f"node {name} already exists")
+        node = default_node(raw, f"node-{next(self._uids)}", self._created())
+        self.nodes[name] = node
+        self._emit_node(None, node)
+        return node
+
+    def update_node(self, raw: Obj) -> Obj:
+        name = (raw.get("metadata") or {}).get("name")
+        old = self.nodes.get(str(name))
+        if old is None:
+            raise KeyError(f"node {name} not found")
+        meta = {**(raw.get("metadata") or {}), "uid": old["metadata"]["uid"]}
+        new = {**raw, "metadata": meta}
+        self.nodes[str(name)] = new
+        self._emit_node(old, new)
+        return new
+
+    def delete_node(self, name: str) -> None:
+        old = self.nodes.pop(name, None)
+        if old is not None:
+            self._emit_node(old, None)
+
+    # ------------------------------------------------------------------ pods
+    def create_pod(self, raw: Obj) -> Obj:
+        key = _key(raw)
+        if key in self.pods:
+            raise ValueError(f"pod {key} already exists")
+        pod = default_pod(raw, f"pod-{next(self._uids)}", self._created())
+        self.pods[_key(pod)] = pod
+        self._emit_pod(None, pod)
+        return pod
+
+    def create_pods(self, raws: Iterable[Obj]) -> None:
+        for r in raws:
+            self.create_pod(r)
+
+    def update_pod(self, raw: Obj) -> Obj:
+        key = _key(raw)
+        old = self.pods.get(key)
+        if old is None:
+            raise KeyError(f"pod {key} not found")
+        self.pods[key] = raw
+        self._emit_pod(old, raw)
+        return raw
+
+    def delete_pod(self, namespace: str, name: str) -> Obj | None:
+        old = self.pods.pop(f"{namespace}/{name}", None)
+        if old is not None:
+            self._emit_pod(old, None)
+        return old
+
+    def pods_on(self, node: str) -> list[Obj]:
+        return [p for p in self.pods.values() if (p.get("spec") or {}).get("nodeName") == node]
+
+    def pending_pods(self) -> list[Obj]:
+        return [p for p in self.pods.values() if not (p.get("spec") or {}).get("nodeName")]
+
+    # ------------------------------------------------------------------ SchedulerClient
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        old = self.pods.get(pod.key)
+        if old is None:
+            return Status(Code.ERROR, f"pods {pod.name!r} not found")
+        if (old.get("spec") or {}).get("nodeName"):
+            return Status(
+                Code.ERROR, f"pod {pod.key} is already assigned to node {old['spec']['nodeName']!r}"
+            )
+        if node_name not in self.nodes:
+            return Status(Code.ERROR, f"node {node_name!r} not found")
+        refused = self.refuse_binding.get(node_name)
+        if refused:
+            return Status(Code.ERROR, refused)
+        new = {**old, "spec": {**old["spec"], "nodeName": node_name}}
+        status = dict(new.get("status") or {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True"})
+        status["conditions"] = conditions
+        new["status"] = status
+        self.pods[pod.key] = new
+        self.binds += 1
+        self._emit_pod(old, new)
+        return None
+
+    def evict(self, pod: Pod, reason: str) -> Status | None:
+        if self.delete_pod(pod.namespace, pod.name) is None:
+            return Status(Code.ERROR, f"pod {pod.key} not found")
+        self.events.append(Event("Normal", "Preempted", reason, pod.namespace, pod.name))
+        return None
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
+        old = self.pods.get(pod.key)
+        if old is None:
+            return Status(Code.ERROR, f"pod {pod.key} not found")
+        status = {**(old.get("status") or {}), "nominatedNodeName": node_name}
+        if not node_name:
+            status.pop("nominatedNodeName")
+        self.update_pod({**old, "status": status})
+        return None
+
+    def report_scheduled(self, pod: Pod, node_name: str) -> None:
+        self.events.append(
+            Event(
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {pod.key} to {node_name}",
+                pod.namespace,
+                pod.name,
+            )
+        )
+
+    def report_failure(self, pod: Pod, reason: str, message: str) -> None:
+        self.events.append(Event("Warning", "FailedScheduling", message, pod.namespace, pod.name))
+        old = self.pods.get(pod.key)
+        if old is None:
+            return
+        status = dict(old.get("status") or {})
+        cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        if cond in (status.get("conditions") or ()):
+            return
+        conditions.append(cond)
+        status["conditions"] = conditions
+        # A status-only change: stored without a pod event, as kube-scheduler's own status patch
+        # does not requeue the pod it describes.
+        self.pods[pod.key] = {**old, "status": status}
+
+    # ------------------------------------------------------------------ inspection
+    def placement(self) -> dict[str, str]:
+        """pod key -> node name for every bound pod."""
+        return {
+            k: p["spec"]["nodeName"] for k, p in self.pods.items() if (p.get("spec") or {}).get("nodeName")
+        }
+
+    def last_failure(self, namespace: str, name: str) -> str | None:
+        for e in reversed(self.events):
+            if e.reason == "FailedScheduling" and e.namespace == namespace and e.name == name:
+                return e.message
+        return None

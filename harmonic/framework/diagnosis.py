@@ -1,0 +1,117 @@
+"""Why a pod fits nowhere: per-node filter statuses and kube-scheduler's FitError message."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harmonic.framework.status import Code, Status
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Dense filter results for a run of candidate nodes, aligned by position.
+
+    ``codes[i]`` is 0 where ``slots[i]`` passed every filter; otherwise the first rejecting plugin is
+    ``plugin_names[plugin_ids[i]]`` and its reasons are ``reasons[reason_ids[i]]``.
+    """
+
+    slots: np.ndarray
+    codes: np.ndarray
+    plugin_ids: np.ndarray
+    reason_ids: np.ndarray
+    reasons: list[tuple[str, ...]]
+    plugin_names: list[str]
+
+    def prefix(self, n: int) -> FilterOutcome:
+        return FilterOutcome(
+            self.slots[:n],
+            self.codes[:n],
+            self.plugin_ids[:n],
+            self.reason_ids[:n],
+            self.reasons,
+            self.plugin_names,
+        )
+
+    @property
+    def passed(self) -> np.ndarray:
+        return self.slots[self.codes == 0]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """framework.Diagnosis: statuses of the nodes that failed, and which plugins failed the pod."""
+
+    num_all_nodes: int = 0
+    outcomes: list[FilterOutcome] = field(default_factory=list)
+    #: Status given to nodes a PreFilter result excluded (not evaluated), and how many there were.
+    absent_status: Status | None = None
+    absent_count: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def add(self, outcome: FilterOutcome) -> None:
+        failed = outcome.codes != 0
+        if not failed.any():
+            return
+        self.outcomes.append(outcome)
+        for pid, code in set(
+            zip(outcome.plugin_ids[failed].tolist(), outcome.codes[failed].tolist(), strict=True)
+        ):
+            name = outcome.plugin_names[pid]
+            if code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                self.unschedulable_plugins.add(name)
+            elif code == Code.PENDING:
+                self.pending_plugins.add(name)
+
+    @property
+    def num_failed(self) -> int:
+        return sum(int(np.count_nonzero(o.codes)) for o in self.outcomes) + self.absent_count
+
+    def statuses(self) -> dict[int, Status]:
+        """Status per failed slot (diagnostics, extender answers, preemption)."""
+        out: dict[int, Status] = {}
+        for o in self.outcomes:
+            failed = np.flatnonzero(o.codes)
+            for i in failed.tolist():
+                out[int(o.slots[i])] = Status(
+                    Code(int(o.codes[i])),
+                    *o.reasons[int(o.reason_ids[i])],
+                    plugin=o.plugin_names[int(o.plugin_ids[i])],
+                )
+        return out
+
+    def failed_slots(self, code: Code | None = None) -> np.ndarray:
+        """Slots that failed (with ``code``, if given)."""
+        parts = [o.slots[(o.codes == code) if code is not None else (o.codes != 0)] for o in self.outcomes]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def reason_counts(self) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for o in self.outcomes:
+            failed = o.codes != 0
+            per_reason = np.bincount(o.reason_ids[failed], minlength=len(o.reasons))
+            for rid in np.flatnonzero(per_reason).tolist():
+                for reason in o.reasons[rid]:
+                    counts[reason] += int(per_reason[rid])
+        if self.absent_status is not None and self.absent_count:
+            for reason in self.absent_status.reasons:
+                counts[reason] += self.absent_count
+        return counts
+
+    def message(self) -> str:
+        """The FitError text: ``0/N nodes are available: <count reason, ...>. <post-filter message>.``"""
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            msg += f" {self.pre_filter_msg}."
+        else:
+            parts = sorted(f"{n} {reason}" for reason, n in self.reason_counts().items())
+            if parts:
+                msg += f" {', '.join(parts)}."
+        if self.post_filter_msg:
+            msg += f" {self.post_filter_msg}."
+        return msg

@@ -1,0 +1,281 @@
+"""Extension points as plugin base classes (kube-scheduler's framework interfaces).
+
+A plugin subclasses ``Plugin`` and the base class of every extension point it implements. Filter and
+Score work on arrays of node slots at once (``slots`` index the ``Snapshot``'s arrays); a plugin that
+only knows one node at a time subclasses ``NodeFilterPlugin`` / ``NodeScorePlugin`` instead and the
+framework loops for it. Success is ``None``, as Go's nil status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from harmonic.api.pod import Pod
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.events import EventWithHint
+from harmonic.framework.snapshot import NodeInfo, Snapshot
+from harmonic.framework.status import Status
+from harmonic.framework.verdicts import Verdicts
+
+if TYPE_CHECKING:
+    from harmonic.framework.diagnosis import Diagnosis
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class ClusterClient(Protocol):
+    """What plugins may ask of the cluster; implemented by each cluster adapter."""
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None: ...
+
+    def evict(self, pod: Pod, reason: str) -> Status | None: ...
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class Handle(Protocol):
+    """What the framework offers plugins at construction (framework.Handle)."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    @property
+    def client(self) -> ClusterClient: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def profile_name(self) -> str: ...
+
+    def waiting_pod(self, uid: str) -> Any: ...
+
+    def service(self, name: str) -> Any:
+        """A named shared service (nominator, PDB lister, harmonic models...); ``KeyError`` if absent."""
+        ...
+
+
+class Plugin:
+    """Base of every plugin. ``NAME`` is the name users write in KubeSchedulerConfiguration."""
+
+    NAME: ClassVar[str] = ""
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+    @property
+    def name(self) -> str:
+        return self.NAME
+
+    def events_to_register(self) -> Sequence[EventWithHint]:
+        """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
+        return ()
+
+
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its bookkeeping (framework.QueuedPodInfo)."""
+
+    __slots__ = (
+        "attempts",
+        "gated",
+        "initial_attempt_timestamp",
+        "pending_plugins",
+        "pod",
+        "seq",
+        "timestamp",
+        "unschedulable_plugins",
+    )
+
+    def __init__(self, pod: Pod, timestamp: float, seq: int) -> None:
+        self.pod = pod
+        #: When the pod was last added to (or moved within) the queue.
+        self.timestamp = timestamp
+        self.attempts = 0
+        self.initial_attempt_timestamp: float | None = None
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gated: Status | None = None
+        #: Arrival order, the final tie-breaker for equal sort keys.
+        self.seq = seq
+
+    def __repr__(self) -> str:
+        return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts})"
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+    def sort_key(self, qp: QueuedPodInfo) -> tuple[Any, ...] | None:
+        """Optional: a key whose ascending order equals ``less`` (lets the queue use tuple comparison)."""
+        return None
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """Node names a PreFilter already knows are the only candidates; ``None`` means all nodes."""
+
+    node_names: frozenset[str] | None = None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snap: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, slot: int) -> Status | None:
+        """PreFilterExtensions.AddPod: ``added`` is evaluated as if it ran on ``slot`` (nominated pods)."""
+        return None
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, slot: int) -> Status | None:
+        """PreFilterExtensions.RemovePod: ``removed`` is evaluated as gone from ``slot`` (preemption)."""
+        return None
+
+    @property
+    def has_extensions(self) -> bool:
+        cls = type(self)
+        return cls.add_pod is not PreFilterPlugin.add_pod or cls.remove_pod is not PreFilterPlugin.remove_pod
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
+        """Verdicts for each slot in ``slots``; ``None`` when every node passes."""
+        raise NotImplementedError
+
+
+class NodeFilterPlugin(FilterPlugin):
+    """Filter one node at a time; the framework loops over candidates."""
+
+    def filter_node(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
+        codes = np.zeros(len(slots), dtype=np.int8)
+        reason_ids = np.zeros(len(slots), dtype=np.int32)
+        reasons: dict[tuple[str, ...], int] = {(): 0}
+        for i, slot in enumerate(slots):
+            st = self.filter_node(state, pod, snap.node_info(int(slot)))
+            if st is not None and not st.is_success:
+                codes[i] = int(st.code)
+                reason_ids[i] = reasons.setdefault(st.reasons, len(reasons))
+        return Verdicts(codes, reason_ids, list(reasons))
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        """Raw int64 scores for ``slots``. Raise ``PluginError`` to fail the cycle with an Error status."""
+        raise NotImplementedError
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
+        """NormalizeScore; the default leaves scores as they are."""
+        return scores
+
+    @property
+    def has_normalize(self) -> bool:
+        return type(self).normalize_score is not ScorePlugin.normalize_score
+
+
+class NodeScorePlugin(ScorePlugin):
+    """Score one node at a time; the framework loops over candidates."""
+
+    def score_node(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        return np.fromiter(
+            (self.score_node(state, pod, snap.node_info(int(s))) for s in slots),
+            dtype=np.int64,
+            count=len(slots),
+        )
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """(status, timeout seconds). Status WAIT parks the pod until allowed, rejected or timed out."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Bind, or return a SKIP status to let the next bind plugin do it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PluginError(RuntimeError):
+    """Raised by a plugin for an internal error; becomes an Error status naming the plugin."""
+
+
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}

@@ -1,0 +1,314 @@
+"""A profile's plugins wired to extension points and run in kube-scheduler's order (frameworkImpl)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from harmonic.api.pod import Pod
+from harmonic.framework.config import Profile
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
+from harmonic.framework.events import EventWithHint
+from harmonic.framework.interface import (
+    MAX_NODE_SCORE,
+    BindPlugin,
+    FilterPlugin,
+    Handle,
+    PermitPlugin,
+    Plugin,
+    PluginError,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from harmonic.framework.registry import Registry
+from harmonic.framework.snapshot import Snapshot
+from harmonic.framework.status import Code, Status
+
+log = logging.getLogger(__name__)
+P = TypeVar("P", bound=Plugin)
+
+
+class ExtensionPointRecorder:
+    """Receives timings of extension points and plugins (metrics); the default records nothing."""
+
+    def extension_point(self, profile: str, point: str, status: str, seconds: float) -> None:
+        return None
+
+    def plugin(self, point: str, plugin: str, status: str, seconds: float) -> None:
+        return None
+
+
+class Framework:
+    """One profile: its plugin instances per extension point and the code that runs them."""
+
+    def __init__(self, profile: Profile, registry: Registry, handle: Handle) -> None:
+        self.profile = profile
+        self.name = profile.scheduler_name
+        self.handle = handle
+        self.plugins: dict[str, Plugin] = {}
+        for name in profile.plugin_names:
+            cls = registry[name]
+            self.plugins[name] = cls(profile.args[name], handle)
+
+        def at(point: str, kind: type[P]) -> list[P]:
+            out = []
+            for n in profile.plugins_at(point):
+                pl = self.plugins[n]
+                assert isinstance(pl, kind)
+                out.append(pl)
+            return out
+
+        self.pre_enqueue_plugins = at("preEnqueue", PreEnqueuePlugin)
+        self.queue_sort_plugin = at("queueSort", QueueSortPlugin)[0]
+        self.pre_filter_plugins = at("preFilter", PreFilterPlugin)
+        self.filter_plugins = at("filter", FilterPlugin)
+        self.filter_names = [p.name for p in self.filter_plugins]
+        self.post_filter_plugins = at("postFilter", PostFilterPlugin)
+        self.pre_score_plugins = at("preScore", PreScorePlugin)
+        self.score_plugins = at("score", ScorePlugin)
+        self.score_weights = [profile.weights[p.name] for p in self.score_plugins]
+        self.reserve_plugins = at("reserve", ReservePlugin)
+        self.permit_plugins = at("permit", PermitPlugin)
+        self.pre_bind_plugins = at("preBind", PreBindPlugin)
+        self.bind_plugins = at("bind", BindPlugin)
+        self.post_bind_plugins = at("postBind", PostBindPlugin)
+
+    # ------------------------------------------------------------------ queue
+    def events_to_register(self) -> dict[str, Sequence[EventWithHint]]:
+        return {name: pl.events_to_register() for name, pl in self.plugins.items()}
+
+    def run_pre_enqueue(self, pod: Pod) -> Status | None:
+        for pl in self.pre_enqueue_plugins:
+            st = pl.pre_enqueue(pod)
+            if st is not None and not st.is_success:
+                return st.with_plugin(pl.name)
+        return None
+
+    # ------------------------------------------------------------------ filtering
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, snap: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """PreFilter plugins in order. Returns the merged node subset, the first rejecting status, and
+        the plugins that narrowed the node set (for the absent-nodes message)."""
+        result: PreFilterResult | None = None
+        narrowing: set[str] = set()
+        for pl in self.pre_filter_plugins:
+            try:
+                r, st = pl.pre_filter(state, pod, snap)
+            except PluginError as e:
+                return None, Status(Code.ERROR, str(e), plugin=pl.name), narrowing
+            if st is not None and not st.is_success:
+                if st.code == Code.SKIP:
+                    state.skip_filter.add(pl.name)
+                    continue
+                st.with_plugin(pl.name)
+                if st.code == Code.ERROR:
+                    st.reasons = (f"running PreFilter plugin {pl.name!r}: {st.message}",)
+                return None, st, narrowing
+            if r is not None and r.node_names is not None:
+                narrowing.add(pl.name)
+                result = r if result is None else result.merge(r)
+                if not result.node_names:
+                    names = ", ".join(sorted(narrowing))
+                    msg = (
+                        f"node(s) didn't satisfy plugin(s) [{names}] simultaneously"
+                        if len(narrowing) > 1
+                        else (f"node(s) didn't satisfy plugin {names}")
+                    )
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=pl.name), narrowing
+        return result, None, narrowing
+
+    def run_filters(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+    ) -> tuple[FilterOutcome, Status | None]:
+        """Filter plugins over ``slots`` in order, each seeing only the nodes every earlier one passed
+        (RunFilterPlugins stops at a node's first failure). An Error from any plugin aborts the cycle."""
+        n = len(slots)
+        codes = np.zeros(n, dtype=np.int8)
+        plugin_ids = np.zeros(n, dtype=np.int16)
+        reason_ids = np.zeros(n, dtype=np.int32)
+        table: list[tuple[str, ...]] = []
+        index: dict[tuple[str, ...], int] = {}
+        remaining = np.arange(n)
+        outcome = FilterOutcome(slots, codes, plugin_ids, reason_ids, table, self.filter_names)
+        for k, pl in enumerate(self.filter_plugins):
+            if len(remaining) == 0:
+                break
+            if pl.name in state.skip_filter:
+                continue
+            try:
+                v = pl.filter(state, pod, snap, slots[remaining] if len(remaining) != n else slots)
+            except PluginError as e:
+                return outcome, Status(Code.ERROR, f"running {pl.name!r} filter plugin: {e}", plugin=pl.name)
+            if v is None:
+                continue
+            failed = v.code != 0
+            if not failed.any():
+                continue
+            err = v.code == Code.ERROR
+            if err.any():
+                i = int(np.argmax(err))
+                msg = ", ".join(v.reasons[int(v.reason[i])])
+                return outcome, Status(
+                    Code.ERROR, f"running {pl.name!r} filter plugin: {msg}", plugin=pl.name
+                )
+            at = remaining[failed]
+            codes[at] = v.code[failed]
+            plugin_ids[at] = k
+            remap = np.fromiter(
+                (index.setdefault(r, len(index)) for r in v.reasons), dtype=np.int32, count=len(v.reasons)
+            )
+            reason_ids[at] = remap[v.reason[failed]]
+            remaining = remaining[~failed]
+        table.extend(sorted(index, key=index.__getitem__))
+        return outcome, None
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """PostFilter plugins until one succeeds or errors (RunPostFilterPlugins)."""
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self.post_filter_plugins:
+            result, st = pl.post_filter(state, pod, diagnosis)
+            if st is None or st.is_success:
+                return result, None
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, st.with_plugin(pl.name)
+            if st.code != Code.UNSCHEDULABLE:
+                return None, Status(Code.ERROR, st.message, plugin=pl.name)
+            reasons.extend(st.reasons)
+            rejector = rejector or pl.name
+        if not self.post_filter_plugins:
+            return None, None
+        return None, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+    # ------------------------------------------------------------------ scoring
+    def run_pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
+        for pl in self.pre_score_plugins:
+            try:
+                st = pl.pre_score(state, pod, snap, slots)
+            except PluginError as e:
+                return Status(Code.ERROR, f"running PreScore plugin {pl.name!r}: {e}", plugin=pl.name)
+            if st is not None and not st.is_success:
+                if st.code == Code.SKIP:
+                    state.skip_score.add(pl.name)
+                    continue
+                return Status(
+                    Code.ERROR, f"running PreScore plugin {pl.name!r}: {st.message}", plugin=pl.name
+                )
+        return None
+
+    def run_score(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], Status | None]:
+        """Weighted total per slot and each plugin's weighted scores (for explanations)."""
+        total = np.zeros(len(slots), dtype=np.int64)
+        per_plugin: dict[str, np.ndarray] = {}
+        for pl, weight in zip(self.score_plugins, self.score_weights, strict=True):
+            if pl.name in state.skip_score:
+                continue
+            try:
+                scores = np.asarray(pl.score(state, pod, snap, slots), dtype=np.int64)
+                if pl.has_normalize:
+                    scores = np.asarray(pl.normalize_score(state, pod, snap, slots, scores), dtype=np.int64)
+            except PluginError as e:
+                return (
+                    total,
+                    per_plugin,
+                    Status(Code.ERROR, f"running Score plugin {pl.name!r}: {e}", plugin=pl.name),
+                )
+            if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
+                bad = int(scores[(scores < 0) | (scores > MAX_NODE_SCORE)][0])
+                return (
+                    total,
+                    per_plugin,
+                    Status(
+                        Code.ERROR,
+                        f"plugin {pl.name!r} returns an invalid score {bad}, it should in the range of "
+                        f"[0, {MAX_NODE_SCORE}] after normalizing",
+                        plugin=pl.name,
+                    ),
+                )
+            weighted = scores * weight
+            per_plugin[pl.name] = weighted
+            total += weighted
+        return total, per_plugin, None
+
+    # ------------------------------------------------------------------ reserve / permit / bind
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for pl in self.reserve_plugins:
+            st = pl.reserve(state, pod, node_name)
+            if st is not None and not st.is_success:
+                if st.is_rejected:
+                    return st.with_plugin(pl.name)
+                return Status(Code.ERROR, f"running Reserve plugin {pl.name!r}: {st.message}", plugin=pl.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for pl in reversed(self.reserve_plugins):
+            pl.unreserve(state, pod, node_name)
+
+    def run_permit(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> tuple[Status | None, dict[str, float]]:
+        """(status, {plugin: timeout}) — status WAIT when any plugin asked to wait."""
+        waits: dict[str, float] = {}
+        for pl in self.permit_plugins:
+            st, timeout = pl.permit(state, pod, node_name)
+            if st is None or st.is_success:
+                continue
+            if st.is_rejected:
+                return st.with_plugin(pl.name), {}
+            if st.code == Code.WAIT:
+                waits[pl.name] = min(timeout, 15 * 60.0)
+                continue
+            return Status(Code.ERROR, f"running Permit plugin {pl.name!r}: {st.message}", plugin=pl.name), {}
+        if waits:
+            return Status(Code.WAIT, "one or more plugins asked to wait", plugin=next(iter(waits))), waits
+        return None, {}
+
+    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for pl in self.pre_bind_plugins:
+            st = pl.pre_bind(state, pod, node_name)
+            if st is not None and not st.is_success:
+                if st.code == Code.SKIP:
+                    continue
+                if st.is_rejected:
+                    return st.with_plugin(pl.name)
+                return Status(Code.ERROR, f"running PreBind plugin {pl.name!r}: {st.message}", plugin=pl.name)
+        return None
+
+    def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for pl in self.bind_plugins:
+            st = pl.bind(state, pod, node_name)
+            if st is not None and st.code == Code.SKIP:
+                continue
+            if st is not None and not st.is_success:
+                if st.is_rejected:
+                    return st.with_plugin(pl.name)
+                return Status(
+                    Code.ERROR, f"binding rejected: plugin {pl.name!r}: {st.message}", plugin=pl.name
+                )
+            return None
+        return Status(Code.SKIP, "no bind plugin bound the pod")
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for pl in self.post_bind_plugins:
+            pl.post_bind(state, pod, node_name)
+
+    def plugin(self, name: str) -> Any:
+        return self.plugins[name]

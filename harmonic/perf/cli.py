@@ -1,0 +1,48 @@
+"""Command line of the scheduler_perf benchmark (also behind ``benchmarks/scheduler_perf.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from harmonic.perf.runner import PerfResult, run_workload
+from harmonic.perf.workloads import WORKLOADS
+from harmonic.plugins.registry import default_registry
+
+
+def format_result(r: PerfResult) -> str:
+    return (
+        f"{r.workload}: {r.nodes} nodes, {r.init_pods} initial pods, {r.measured_pods} measured pods\n"
+        f"  scheduled {r.scheduled}/{r.measured_pods} in {r.seconds:.2f} s: {r.pods_per_second:,.0f} pods/s\n"
+        f"  per-pod latency from measured start to bind: p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms\n"
+        f"  per-attempt duration: p50 {r.attempt_p50_ms:.3f} ms, p99 {r.attempt_p99_ms:.3f} ms\n"
+        f"  peak RSS {r.peak_rss_mb:.0f} MB"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="scheduler_perf", description=__doc__)
+    ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(WORKLOADS))
+    ap.add_argument("--nodes", type=int, help="number of nodes (workload default if omitted)")
+    ap.add_argument("--init-pods", type=int, help="pods created and scheduled before measuring")
+    ap.add_argument("--pods", type=int, help="measured pods")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+    args = ap.parse_args(argv)
+    factory, (dn, di, dp) = WORKLOADS[args.workload]
+    nodes = args.nodes if args.nodes is not None else dn
+    init = args.init_pods if args.init_pods is not None else di
+    pods = args.pods if args.pods is not None else dp
+    for name, v in (("--nodes", nodes), ("--init-pods", init), ("--pods", pods)):
+        if v < 0:
+            ap.error(f"{name} must be >= 0")
+    result = run_workload(factory(nodes, init, pods), default_registry(), seed=args.seed)
+    print(format_result(result))
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The in-tree registry: every plugin Harmonic ships, by the name users write in configs."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from harmonic.framework.registry import Registry, entry_point_plugins
+from harmonic.plugins.defaultbinder import DefaultBinder
+from harmonic.plugins.nodename import NodeName
+from harmonic.plugins.noderesourcesfit import NodeResourcesFit
+from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.prioritysort import PrioritySort
+from harmonic.plugins.schedulinggates import SchedulingGates
+from harmonic.plugins.tainttoleration import TaintToleration
+
+IN_TREE = (
+    DefaultBinder,
+    NodeName,
+    NodeResourcesFit,
+    NodeUnschedulable,
+    PrioritySort,
+    SchedulingGates,
+    TaintToleration,
+)
+
+
+def in_tree_registry() -> Registry:
+    return Registry(IN_TREE)
+
+
+@cache
+def default_registry() -> Registry:
+    """In-tree plugins plus those installed as ``harmonic.plugins`` entry points."""
+    return in_tree_registry().merged(entry_point_plugins())

@@ -1,0 +1,1 @@
+"""The scheduler: queue, cache, scheduling cycle and binding cycle (kube-scheduler's pkg/scheduler)."""

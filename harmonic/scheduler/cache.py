@@ -1,0 +1,142 @@
+"""The scheduler cache: nodes, bound pods and assumed pods, kept in the ``Snapshot`` (internal/cache).
+
+A pod is *assumed* onto a node as soon as the scheduling cycle picks it, so the next cycle already
+sees its resources used; the informer's add event later *confirms* it. If binding fails the pod is
+*forgotten*. An assumed pod whose binding finished but whose confirmation never arrives expires
+after ``assumed_ttl`` seconds (0 disables expiry, as kube-scheduler does by default today).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from harmonic.api.node import Node
+from harmonic.api.pod import Pod
+from harmonic.framework.interface import Clock
+from harmonic.framework.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: Pod
+    node: str
+    assumed: bool
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+class CacheError(RuntimeError):
+    pass
+
+
+class Cache:
+    def __init__(self, clock: Clock, assumed_ttl: float = 0.0, snapshot: Snapshot | None = None) -> None:
+        self.snapshot = snapshot if snapshot is not None else Snapshot()
+        self._clock = clock
+        self.assumed_ttl = assumed_ttl
+        self._pods: dict[str, _PodState] = {}
+
+    # ------------------------------------------------------------------ queries
+    def is_assumed(self, uid: str) -> bool:
+        st = self._pods.get(uid)
+        return st is not None and st.assumed
+
+    def node_of(self, uid: str) -> str | None:
+        st = self._pods.get(uid)
+        return st.node if st is not None else None
+
+    def pod(self, uid: str) -> Pod | None:
+        st = self._pods.get(uid)
+        return st.pod if st is not None else None
+
+    @property
+    def num_pods(self) -> int:
+        return len(self._pods)
+
+    def assumed_pods(self) -> list[tuple[Pod, str]]:
+        return [(s.pod, s.node) for s in self._pods.values() if s.assumed]
+
+    # ------------------------------------------------------------------ assume / forget
+    def assume(self, pod: Pod, node_name: str) -> None:
+        if pod.uid in self._pods:
+            raise CacheError(f"pod {pod.key} is already in the cache and cannot be assumed")
+        self.snapshot.add_pod(pod, node_name)
+        self._pods[pod.uid] = _PodState(pod, node_name, assumed=True)
+
+    def finish_binding(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is not None and st.assumed:
+            st.binding_finished = True
+            if self.assumed_ttl > 0:
+                st.deadline = self._clock.now() + self.assumed_ttl
+
+    def forget(self, pod: Pod) -> None:
+        st = self._pods.get(pod.uid)
+        if st is None:
+            return
+        if not st.assumed:
+            raise CacheError(f"pod {pod.key} is bound, not assumed, and cannot be forgotten")
+        self.snapshot.remove_pod(st.pod, st.node)
+        del self._pods[pod.uid]
+
+    def cleanup_expired(self) -> list[Pod]:
+        """Drop assumed pods whose binding finished more than ``assumed_ttl`` ago without confirmation."""
+        if self.assumed_ttl <= 0:
+            return []
+        now = self._clock.now()
+        expired = [
+            s for s in self._pods.values() if s.assumed and s.deadline is not None and s.deadline < now
+        ]
+        for s in expired:
+            log.warning("assumed pod %s on %s expired without confirmation", s.pod.key, s.node)
+            self.snapshot.remove_pod(s.pod, s.node)
+            del self._pods[s.pod.uid]
+        return [s.pod for s in expired]
+
+    # ------------------------------------------------------------------ informer events
+    def add_pod(self, pod: Pod) -> None:
+        """A bound pod was observed. Confirms an assumed pod (moving it if it landed elsewhere)."""
+        st = self._pods.get(pod.uid)
+        if st is not None and st.assumed:
+            if st.node != pod.node_name:
+                log.warning("pod %s was assumed on %s but bound to %s", pod.key, st.node, pod.node_name)
+            self.snapshot.remove_pod(st.pod, st.node)
+            self.snapshot.add_pod(pod, pod.node_name)
+            self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+            return
+        if st is not None:
+            self.update_pod(st.pod, pod)
+            return
+        self.snapshot.add_pod(pod, pod.node_name)
+        self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+
+    def update_pod(self, old: Pod, new: Pod) -> None:
+        st = self._pods.get(new.uid)
+        if st is None:
+            self.add_pod(new)
+            return
+        if st.assumed:
+            # An update to an assumed pod is its confirmation arriving as an update.
+            self.add_pod(new)
+            return
+        self.snapshot.remove_pod(st.pod, st.node)
+        self.snapshot.add_pod(new, new.node_name)
+        self._pods[new.uid] = _PodState(new, new.node_name, assumed=False)
+
+    def remove_pod(self, pod: Pod) -> None:
+        st = self._pods.pop(pod.uid, None)
+        if st is None:
+            return
+        self.snapshot.remove_pod(st.pod, st.node)
+
+    def add_node(self, node: Node) -> None:
+        self.snapshot.set_node(node)
+
+    def update_node(self, node: Node) -> None:
+        self.snapshot.set_node(node)
+
+    def remove_node(self, name: str) -> None:
+        self.snapshot.remove_node(name)
