@@ -1,4 +1,4 @@
-"""scheduler_perf workloads (test/integration/scheduler_perf), built from upstream's templates."""
+"""Basic scheduler_perf workloads (test/integration/scheduler_perf/misc), from upstream's templates."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from harmonic.perf.templates import named, node_template, pod_template
 Obj = dict[str, Any]
 
 
-def _nodes(n: int, template: Obj | None = None) -> Callable[[], Iterator[Obj]]:
+def nodes_from(n: int, template: Obj | None = None) -> Callable[[], Iterator[Obj]]:
     def gen() -> Iterator[Obj]:
         t = template or node_template()
         for i in range(n):
@@ -20,7 +20,7 @@ def _nodes(n: int, template: Obj | None = None) -> Callable[[], Iterator[Obj]]:
     return gen
 
 
-def _pods(
+def pods_from(
     n: int, prefix: str, template: Obj | None = None, namespace: str = "default"
 ) -> Callable[[], Iterator[Obj]]:
     def gen() -> Iterator[Obj]:
@@ -35,15 +35,14 @@ def scheduling_basic(nodes: int = 5000, init_pods: int = 1000, pods: int = 10000
     """SchedulingBasic: default node and pod templates, measured pods created at once."""
     return Workload(
         name="SchedulingBasic",
-        nodes=_nodes(nodes),
-        init_pods=_pods(init_pods, "init-pod", namespace="sched-0"),
-        measured_pods=_pods(pods, "pod", namespace="sched-1"),
+        nodes=nodes_from(nodes),
+        init_pods=pods_from(init_pods, "init-pod", namespace="sched-0"),
+        measured_pods=pods_from(pods, "pod", namespace="sched-1"),
         num_measured=pods,
         params={"nodes": nodes, "init_pods": init_pods, "pods": pods},
     )
 
 
-#: name -> (factory, default sizes: nodes, init pods, measured pods)
-WORKLOADS: dict[str, tuple[Callable[..., Workload], tuple[int, int, int]]] = {
+WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, int]]] = {
     "SchedulingBasic": (scheduling_basic, (5000, 1000, 10000)),
 }
