@@ -72,6 +72,107 @@ def simulate(
         click.echo(json.dumps(result.as_dict()))
 
 
+@main.command()
+@click.option(
+    "--prometheus", "prometheus_url", metavar="URL", help="Prometheus server to read mesh metrics from."
+)
+@click.option("--mesh", type=click.Choice(["istio", "linkerd"]), default="istio", show_default=True)
+@click.option("--reporter", type=click.Choice(["source", "destination"]), default="source", show_default=True)
+@click.option("--window", default="5m", show_default=True, help="PromQL rate() window.")
+@click.option(
+    "--topology",
+    "topologies",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Topology JSON file (repeatable).",
+)
+@click.option(
+    "--namespace", default="default", show_default=True, help="Namespace of the topology's workloads."
+)
+@click.option(
+    "--user-rate",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="User actions/s for topologies.",
+)
+@click.option(
+    "--appgroup",
+    "appgroups",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="AppGroup YAML file (repeatable).",
+)
+@click.option(
+    "--weight-by", type=click.Choice(["requests", "bytes", "both"]), default="requests", show_default=True
+)
+@click.option(
+    "--top",
+    "top_n",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many edges to print.",
+)
+@click.option("--workload", help="Explain one workload (namespace/name): its peers and their shares.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole graph as JSON.")
+def graph(
+    prometheus_url: str | None,
+    mesh: str,
+    reporter: str,
+    window: str,
+    topologies: tuple[str, ...],
+    namespace: str,
+    user_rate: float,
+    appgroups: tuple[str, ...],
+    weight_by: str,
+    top_n: int,
+    workload: str | None,
+    as_json: bool,
+) -> None:
+    """Build the affinity graph once from telemetry and print its strongest edges."""
+    from harmonic.api.errors import ObjectError
+    from harmonic.signals.graph import AffinityGraph, WeightBy
+    from harmonic.signals.identity import WorkloadKey
+    from harmonic.signals.prometheus import PrometheusSource
+    from harmonic.signals.static import AppGroupSource, TopologySource, load_topology
+    from harmonic.signals.telemetry import TelemetrySource
+
+    sources: list[TelemetrySource] = []
+    try:
+        if prometheus_url:
+            sources.append(PrometheusSource(prometheus_url, mesh=mesh, reporter=reporter, window=window))
+        sources += [TopologySource(load_topology(t), namespace, user_rate) for t in topologies]
+        sources += [AppGroupSource.from_file(a) for a in appgroups]
+    except (ObjectError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if not sources:
+        raise click.UsageError("give at least one of --prometheus, --topology, --appgroup")
+    g = AffinityGraph(weight_by=WeightBy(weight_by))
+    for r, src in zip(g.refresh(sources, now=0.0), sources, strict=True):
+        if not r.ok:
+            click.echo(f"warning: {src.name}: no signal: {r.reason}", err=True)
+        for s in r.skipped[:5]:
+            click.echo(f"warning: {src.name}: skipped {s}", err=True)
+    if as_json:
+        click.echo(json.dumps(g.to_json(), indent=2))
+        return
+    if workload:
+        click.echo(json.dumps(g.explain(WorkloadKey.parse(workload, namespace)), indent=2))
+        return
+    edges = g.top_edges(top_n)
+    if not edges:
+        click.echo("the graph is empty: no source gave a signal")
+        sys.exit(1)
+    width = max(len(e["src"]) for e in edges)
+    click.echo(f"affinity graph v{g.version}: {len(g.edges())} edges; top {len(edges)} by {weight_by}")
+    for e in edges:
+        click.echo(
+            f"  {e['src']:<{width}} -> {e['dst']}  {e['requests_per_second']:.3g} req/s  {e['bytes_per_second']:.3g} B/s"
+        )
+
+
 @main.group()
 def config() -> None:
     """Inspect KubeSchedulerConfiguration files."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
+from harmonic.plugins.communicationaffinity import CommunicationAffinity
 from harmonic.plugins.defaultbinder import DefaultBinder
+from harmonic.plugins.dissonance import Dissonance
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
@@ -14,7 +16,9 @@ from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
 
 IN_TREE = (
+    CommunicationAffinity,
     DefaultBinder,
+    Dissonance,
     NodeName,
     NodeResourcesFit,
     NodeUnschedulable,

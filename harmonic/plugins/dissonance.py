@@ -1,0 +1,159 @@
+"""Dissonance — PreScore, Score (+NormalizeScore), and optionally Filter.
+
+Keeps workloads that interfere apart. Every pod has a workload class (``harmonic.signals.classes``:
+annotation ``harmonic.dev/class`` or inferred); the dissonance model (``harmonic.signals.dissonance``)
+says how much each class slows each other class per unit of node CPU it holds. Placing pod ``p``
+(class ``c``, CPU share ``s`` of node ``n``) adds
+
+    cost(n) = importance[c] * sum_k M[c][k] * I_k(n)           (what p would suffer)
+            + s * sum_k importance[k] * N_k(n) * M[k][c]        (what p would inflict on others)
+
+where ``I_k`` is the share of the node's CPU held by class-``k`` pods and ``N_k`` their number. The
+score is reversed and normalised so the least dissonant node gets 100. With
+``latencyCriticalMaxSlowdown`` set, Filter also rejects nodes where a latency-critical pod (``p`` or
+one already there) would be predicted to slow down by more than that fraction.
+
+Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset = no filter),
+``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
+``importance`` (class -> weight). The model comes from the handle service ``dissonance`` when
+present (so the feedback loop can update it), else it is built from these args.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from harmonic.api.pod import Pod
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.interface import FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.pod_index import PodIndex
+from harmonic.framework.snapshot import CPU_COL, Snapshot
+from harmonic.framework.status import Code, Status
+from harmonic.framework.verdicts import Verdicts
+from harmonic.plugins.helpers import default_normalize_score
+from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
+from harmonic.signals.dissonance import DissonanceModel
+
+ERR_REASON_LIMIT = "node(s) would slow latency-critical pods beyond the dissonance limit"
+MODEL_SERVICE = "dissonance"
+_PRESCORE_KEY = "PreScoreDissonance"
+#: Costs are fractions; scores are integers, so keep this much resolution.
+_RESOLUTION = 10_000
+
+
+class DissonanceArgs(PluginArgs):
+    latency_critical_max_slowdown: float | None = Field(default=None, ge=0)
+    matrix: dict[str, dict[str, float]] = Field(default_factory=dict)
+    importance: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("matrix")
+    @classmethod
+    def _matrix(cls, v: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        DissonanceModel(overrides=v)  # raises ValueError naming the bad class or value
+        return v
+
+    @field_validator("importance")
+    @classmethod
+    def _importance(cls, v: dict[str, float]) -> dict[str, float]:
+        DissonanceModel(importance=v)
+        return v
+
+
+def _cpu(pod: Pod) -> float:
+    return float(pod.nonzero_cpu)
+
+
+class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
+    NAME: ClassVar[str] = "Dissonance"
+    Args: ClassVar[type[PluginArgs]] = DissonanceArgs
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.cfg: DissonanceArgs = args
+        self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
+        self._cpu = PodIndex(handle.snapshot, classify, _cpu)
+        self._count = PodIndex(handle.snapshot, classify)
+
+    @property
+    def model(self) -> DissonanceModel:
+        try:
+            m: DissonanceModel = self.handle.service(MODEL_SERVICE)
+            return m
+        except KeyError:
+            return self._own_model
+
+    def intensity(self, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        """[len(slots), classes]: share of each node's CPU held by each class."""
+        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
+        safe = np.where(alloc > 0, alloc, np.inf)
+        out = np.zeros((len(slots), len(CLASSES)), dtype=np.float64)
+        for cls in CLASSES:
+            per = self._cpu.per_slot(cls)
+            if per is not None:
+                out[:, CLASS_INDEX[cls]] = per[slots] / safe
+        return out
+
+    def counts(self, slots: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(slots), len(CLASSES)), dtype=np.float64)
+        for cls in CLASSES:
+            per = self._count.per_slot(cls)
+            if per is not None:
+                out[:, CLASS_INDEX[cls]] = per[slots]
+        return out
+
+    # ------------------------------------------------------------------ filter
+    def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
+        limit = self.cfg.latency_critical_max_slowdown
+        if limit is None:
+            return None
+        model = self.model
+        c = classify(pod)
+        lc = WorkloadClass.LATENCY_CRITICAL
+        intensity = self.intensity(snap, slots)
+        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
+        share = np.where(alloc > 0, _cpu(pod) / np.where(alloc > 0, alloc, 1.0), 0.0)
+        after = intensity.copy()
+        after[:, CLASS_INDEX[c]] += share
+        lc_after = model.slowdown(lc, after)
+        at_risk = self.counts(slots)[:, CLASS_INDEX[lc]] > 0
+        if c == lc:
+            at_risk |= True
+        bad = at_risk & (lc_after > limit)
+        if not bad.any():
+            return None
+        return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_LIMIT)
+
+    # ------------------------------------------------------------------ score
+    def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
+        model = self.model
+        c = classify(pod)
+        ci = CLASS_INDEX[c]
+        intensity = self.intensity(snap, slots)
+        suffered = model.importance[ci] * (intensity @ model.matrix[ci])
+        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
+        share = np.where(alloc > 0, _cpu(pod) / np.where(alloc > 0, alloc, 1.0), 0.0)
+        inflicted = share * (self.counts(slots) @ (model.importance * model.matrix[:, ci]))
+        cost = suffered + inflicted
+        state.write(_PRESCORE_KEY, np.floor(cost * _RESOLUTION + 0.5).astype(np.int64))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        cost: np.ndarray = state.read(_PRESCORE_KEY)
+        return cost
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
+        return default_normalize_score(scores, reverse=True)
+
+    def events_to_register(self) -> tuple[EventWithHint, ...]:
+        return (
+            EventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE)),
+            EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
+            EventWithHint(ClusterEvent(Resource.MODEL, Action.ALL)),
+        )

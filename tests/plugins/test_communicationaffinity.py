@@ -1,0 +1,136 @@
+"""CommunicationAffinity: expected scores worked out by hand from the formula in the module docstring."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harmonic.conformance import build
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.status import Code
+from harmonic.signals.graph import AffinityGraph
+from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.telemetry import TrafficSample
+from harmonic.testing import node, pod
+
+SHOP = "shop"
+
+
+class _Service:
+    def __init__(self, edges):
+        self.graph = AffinityGraph()
+        self.graph.observe(
+            [TrafficSample(WorkloadKey(SHOP, a), WorkloadKey(SHOP, b), r) for a, b, r in edges], now=0
+        )
+
+    @property
+    def view(self):
+        return self.graph.view
+
+
+def replica(workload: str, i: int, node_name: str | None = None):
+    b = (
+        pod(f"{workload}-h{i}-x")
+        .ns(SHOP)
+        .owner("ReplicaSet", f"{workload}-h{i}")
+        .label("pod-template-hash", f"h{i}")
+    )
+    b.req(cpu="100m")
+    if node_name:
+        b.node(node_name)
+    return b.obj()
+
+
+NODES = [node("n1").zone("a").obj(), node("n2").zone("a").obj(), node("n3").zone("b").obj(), node("n4").obj()]
+EDGES = [("frontend", "cart", 10.0), ("catalog", "frontend", 30.0)]
+
+
+def _scores(existing, args=None, edges=EDGES, services=True):
+    case = {
+        "plugin": "CommunicationAffinity",
+        "args": args or {},
+        "pod": replica("frontend", 9),
+        "nodes": NODES,
+        "existingPods": existing,
+        "services": {"affinity_graph": _Service(edges)} if services else {},
+    }
+    plugin, p, snap, names = build(case)
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    st = plugin.pre_score(state, p, snap, slots)
+    if st is not None:
+        return st.code
+    raw = plugin.score(state, p, snap, slots)
+    return dict(zip(names, plugin.normalize_score(state, p, snap, slots, raw).tolist(), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "args", "expected"),
+    [
+        (
+            # shares: n1 node .25 zone .25 -> 25; n2 zone .25 -> 8; n3 .75/.75 -> 75; n4 no zone -> 0;
+            # normalised by the best (75)
+            "traffic share at node and zone level",
+            [replica("cart", 0, "n1"), replica("catalog", 0, "n3")],
+            {},
+            {"n1": 33, "n2": 10, "n3": 100, "n4": 0},
+        ),
+        (
+            # catalog split over n1 and n3: n1 node .25+.375=.625 zone .625 -> 63 (62.5 rounds up);
+            # n2 zone .625/3 -> 21; n3 (2*.375+.375)/3 -> 38; normalised by 63
+            "traffic spread over replicas",
+            [replica("cart", 0, "n1"), replica("catalog", 0, "n3"), replica("catalog", 1, "n1")],
+            {},
+            {"n1": 100, "n2": 33, "n3": 60, "n4": 0},
+        ),
+        (
+            "node level only",
+            [replica("cart", 0, "n1"), replica("catalog", 0, "n3")],
+            {"zoneWeight": 0},
+            {"n1": 33, "n2": 0, "n3": 100, "n4": 0},
+        ),
+        (
+            "cap on the pod's own replicas per node",
+            [
+                replica("cart", 0, "n1"),
+                replica("catalog", 0, "n3"),
+                replica("frontend", 0, "n3"),
+                replica("frontend", 1, "n3"),
+            ],
+            {"maxReplicasPerNode": 2},
+            {"n1": 100, "n2": 32, "n3": 0, "n4": 0},
+        ),
+    ],
+)
+def test_scores(name, existing, args, expected):
+    assert _scores(existing, args) == expected, name
+
+
+def test_no_graph_service_skips():
+    assert _scores([replica("cart", 0, "n1")], services=False) == Code.SKIP
+
+
+def test_no_running_peers_skips():
+    assert _scores([replica("other", 0, "n1")]) == Code.SKIP
+
+
+def test_unknown_workload_skips():
+    assert _scores([replica("cart", 0, "n1")], edges=[("x", "y", 1.0)]) == Code.SKIP
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"nodeWeight": -1}, "nodeWeight"),
+        ({"nodeWeight": 0, "zoneWeight": 0}, "zoneWeight"),
+        ({"bogus": 1}, "bogus"),
+    ],
+)
+def test_bad_args(args, field):
+    from pydantic import ValidationError
+
+    from harmonic.plugins.communicationaffinity import CommunicationAffinityArgs
+
+    with pytest.raises(ValidationError) as e:
+        CommunicationAffinityArgs.model_validate(args)
+    assert field in str(e.value) or "nodeWeight + zoneWeight" in str(e.value)

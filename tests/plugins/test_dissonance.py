@@ -1,0 +1,95 @@
+"""Dissonance: expectations worked by hand from the documented formula and default matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harmonic.conformance import build
+from harmonic.framework.cycle_state import CycleState
+from harmonic.testing import node, pod
+
+NODES = [node(n).cap(cpu="4").obj() for n in ("n1", "n2", "n3")]
+BATCH_ON_N1 = pod("job-1").owner("Job", "crunch").req(cpu="2", memory="1Gi").node("n1").obj()
+SERVICE_ON_N2 = pod("web-1").owner("ReplicaSet", "web").req(cpu="1").node("n2").obj()
+INCOMING_LC = pod("api-1").owner("ReplicaSet", "api").req(cpu="1").obj()
+INCOMING_BATCH = pod("job-2").owner("Job", "crunch").req(cpu="1", memory="1Gi").obj()
+
+
+def _run(incoming, args=None):
+    plugin, p, snap, names = build(
+        {
+            "plugin": "Dissonance",
+            "args": args or {},
+            "pod": incoming,
+            "nodes": NODES,
+            "existingPods": [BATCH_ON_N1, SERVICE_ON_N2],
+        }
+    )
+    return plugin, p, snap, names, np.asarray([snap.slot(n) for n in names])
+
+
+@pytest.mark.parametrize(
+    ("incoming", "expected"),
+    [
+        # LC pod, share .25: n1 suffers .5*I_bc(.5)=.25, inflicts .25*.25*M[bc][lc](.05)=.003125 -> 2531;
+        # n2 suffers .1*.25=.025, inflicts .25*1*.1=.025 -> 500; n3 -> 0. Reversed and normalised.
+        (INCOMING_LC, {"n1": 0, "n2": 81, "n3": 100}),
+        # batch-cpu pod: n1 suffers .25*(.2*.5)=.025, inflicts .25*.25*.2=.0125 -> 375;
+        # n2 suffers .25*(.05*.25)=.003125, inflicts .25*1*.5=.125 -> 1281 (1281.25);
+        (INCOMING_BATCH, {"n1": 71, "n2": 0, "n3": 100}),
+    ],
+)
+def test_scores(incoming, expected):
+    plugin, p, snap, names, slots = _run(incoming)
+    state = CycleState()
+    assert plugin.pre_score(state, p, snap, slots) is None
+    scores = plugin.normalize_score(state, p, snap, slots, plugin.score(state, p, snap, slots))
+    assert dict(zip(names, scores.tolist(), strict=True)) == expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "incoming", "rejected"),
+    [
+        (None, INCOMING_LC, []),
+        # LC after placement on n1: .5*.5 + .1*.25 = .275
+        (0.3, INCOMING_LC, []),
+        (0.2, INCOMING_LC, ["n1"]),
+        # batch pod onto n2 (LC there): LC slowdown .1*.25 + .5*.25 = .15
+        (0.1, INCOMING_BATCH, ["n2"]),
+        (0.2, INCOMING_BATCH, []),
+    ],
+)
+def test_latency_critical_limit(limit, incoming, rejected):
+    args = {} if limit is None else {"latencyCriticalMaxSlowdown": limit}
+    plugin, p, snap, names, slots = _run(incoming, args)
+    v = plugin.filter(CycleState(), p, snap, slots)
+    failed = [] if v is None else [n for n, c in zip(names, v.code.tolist(), strict=True) if c]
+    assert failed == rejected
+    if rejected:
+        assert v.reasons[0] == ("node(s) would slow latency-critical pods beyond the dissonance limit",)
+
+
+def test_matrix_override_changes_the_model():
+    # make LC indifferent to batch-cpu: n1 then costs only what the LC pod inflicts (.003125 -> 31)
+    plugin, p, snap, _, slots = _run(INCOMING_LC, {"matrix": {"latency-critical": {"batch-cpu": 0.0}}})
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [31, 500, 0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"matrix": {"latency-critical": {"gpu-hog": 1.0}}},
+        {"matrix": {"latency-critical": {"batch-cpu": -1}}},
+        {"importance": {"batch-cpu": -2}},
+    ],
+)
+def test_bad_args_are_rejected(args):
+    from pydantic import ValidationError
+
+    from harmonic.plugins.dissonance import DissonanceArgs
+
+    with pytest.raises(ValidationError):
+        DissonanceArgs.model_validate(args)
