@@ -165,11 +165,11 @@ def graph(
     if not edges:
         click.echo("the graph is empty: no source gave a signal")
         sys.exit(1)
-    width = max(len(e["src"]) for e in edges)
+    width = max(len(edge["src"]) for edge in edges)
     click.echo(f"affinity graph v{g.version}: {len(g.edges())} edges; top {len(edges)} by {weight_by}")
-    for e in edges:
+    for edge in edges:
         click.echo(
-            f"  {e['src']:<{width}} -> {e['dst']}  {e['requests_per_second']:.3g} req/s  {e['bytes_per_second']:.3g} B/s"
+            f"  {edge['src']:<{width}} -> {edge['dst']}  {edge['requests_per_second']:.3g} req/s  {edge['bytes_per_second']:.3g} B/s"
         )
 
 
