@@ -1,8 +1,10 @@
-"""Per-node totals of pods grouped by a key, kept current as pods come and go.
+"""Where the pods of each group run, kept current as pods come and go.
 
-``PodIndex(key_fn, amount_fn)`` listens to a ``Snapshot`` and keeps, for every key, an array over node
-slots of the summed ``amount_fn(pod)`` of pods with that key (``amount_fn`` defaults to counting).
-A plugin asks ``index.per_slot(key)`` instead of walking pods on every node in a cycle.
+``PodIndex(snapshot, key_fn, amount_fn)`` listens to a ``Snapshot`` and keeps, for every key, the
+summed ``amount_fn(pod)`` (default: a count) per node slot — sparsely (slot -> total), and as packed
+numpy arrays (``packed_map``: key -> (slots, totals, grand total)) refreshed on every change so hot
+paths can gather many keys with one dict lookup each. A plugin asks the index instead of walking every node's pods in a
+cycle. Keys with few distinct values (classes, say) can also keep a dense per-slot array (``dense``).
 """
 
 from __future__ import annotations
@@ -22,22 +24,20 @@ class PodIndex:
         snap: Snapshot,
         key_fn: Callable[[Pod], Hashable | None],
         amount_fn: Callable[[Pod], float] | None = None,
+        dense: bool = False,
     ) -> None:
         self._key = key_fn
         self._amount = amount_fn
+        self._dense = dense
         self._arrays: dict[Hashable, np.ndarray] = {}
         self._totals: dict[Hashable, float] = {}
         self._sparse: dict[Hashable, dict[int, float]] = {}
+        #: key -> (slots, totals per slot, total over slots); always current.
+        self.packed_map: dict[Hashable, tuple[np.ndarray, np.ndarray, float]] = {}
         self._cap = snap.capacity
         for slot, pod in snap.all_pods():
             self.pod_added(snap, slot, pod)
         snap.listeners.append(self)
-
-    def _array(self, key: Hashable, capacity: int) -> np.ndarray:
-        a = self._arrays.get(key)
-        if a is None:
-            a = self._arrays[key] = np.zeros(max(capacity, self._cap), dtype=np.float64)
-        return a
 
     def _grow(self, capacity: int) -> None:
         if capacity <= self._cap:
@@ -50,19 +50,25 @@ class PodIndex:
         key = self._key(pod)
         if key is None:
             return
-        self._grow(snap.capacity)
         amount = self._amount(pod) if self._amount is not None else 1.0
-        self._array(key, snap.capacity)[slot] += amount
+        if self._dense:
+            self._grow(snap.capacity)
+            a = self._arrays.get(key)
+            if a is None:
+                a = self._arrays[key] = np.zeros(self._cap, dtype=np.float64)
+            a[slot] += amount
         self._totals[key] = self._totals.get(key, 0.0) + amount
         sparse = self._sparse.setdefault(key, {})
         sparse[slot] = sparse.get(slot, 0.0) + amount
+        self._repack(key)
 
     def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         key = self._key(pod)
-        if key is None or key not in self._arrays:
+        if key is None or key not in self._sparse:
             return
         amount = self._amount(pod) if self._amount is not None else 1.0
-        self._arrays[key][slot] -= amount
+        if self._dense:
+            self._arrays[key][slot] -= amount
         sparse = self._sparse[key]
         left = sparse.get(slot, 0.0) - amount
         if left <= 1e-9:
@@ -71,25 +77,36 @@ class PodIndex:
             sparse[slot] = left
         total = self._totals[key] - amount
         if total <= 1e-9:
-            del self._arrays[key]
+            self._arrays.pop(key, None)
             del self._totals[key]
             del self._sparse[key]
+            del self.packed_map[key]
         else:
             self._totals[key] = total
+            self._repack(key)
+
+    def _repack(self, key: Hashable) -> None:
+        sparse = self._sparse[key]
+        self.packed_map[key] = (
+            np.fromiter(sparse.keys(), dtype=np.int64, count=len(sparse)),
+            np.fromiter(sparse.values(), dtype=np.float64, count=len(sparse)),
+            self._totals[key],
+        )
 
     def node_changed(self, snap: Snapshot, slot: int, old: Node | None, new: Node | None) -> None:
-        self._grow(snap.capacity)
+        if self._dense:
+            self._grow(snap.capacity)
 
     def per_slot(self, key: Hashable) -> np.ndarray | None:
-        """Totals per slot for ``key`` (None when no pod has it). Do not modify the array."""
+        """Dense totals per slot for ``key`` (``dense`` indexes only; None when no pod has it)."""
         return self._arrays.get(key)
 
     def where(self, key: Hashable) -> dict[int, float]:
-        """slot -> total for the slots where ``key`` has pods (few, for one workload)."""
+        """slot -> total for the slots where ``key`` has pods. Do not modify."""
         return self._sparse.get(key, {})
 
     def total(self, key: Hashable) -> float:
         return self._totals.get(key, 0.0)
 
     def keys(self) -> list[Hashable]:
-        return list(self._arrays)
+        return list(self._sparse)

@@ -35,6 +35,8 @@ class Workload:
     num_measured: int
     config: dict[str, Any] | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: Handle services the scheduler gets (e.g. Harmonic's models), built fresh per run.
+    services: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -64,7 +66,8 @@ def run_workload(workload: Workload, registry: Registry, seed: int = 0) -> PerfR
     )
     clock = ManualClock()
     cluster = InMemoryCluster(clock.now)
-    sched = Scheduler(config, registry, cluster, clock=clock, seed=seed)
+    services = workload.services() if workload.services is not None else None
+    sched = Scheduler(config, registry, cluster, clock=clock, seed=seed, services=services)
     cluster.connect(sched)
     nodes = 0
     for n in workload.nodes():

@@ -31,7 +31,6 @@ from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
 from harmonic.framework.interface import FilterPlugin, PreScorePlugin, ScorePlugin
-from harmonic.framework.pod_index import PodIndex
 from harmonic.framework.snapshot import CPU_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -68,6 +67,44 @@ def _cpu(pod: Pod) -> float:
     return float(pod.nonzero_cpu)
 
 
+class ClassLoad:
+    """Per node slot: CPU (millicores, non-zero requests) held by each workload class, then the
+    number of pods of each class — one row per slot, so a cycle gathers one row per candidate."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.table = np.zeros((snap.capacity, 2 * len(CLASSES)), dtype=np.float64)
+        for slot, pod in snap.all_pods():
+            self.pod_added(snap, slot, pod)
+        snap.listeners.append(self)
+
+    @property
+    def cpu(self) -> np.ndarray:
+        return self.table[:, : len(CLASSES)]
+
+    @property
+    def count(self) -> np.ndarray:
+        return self.table[:, len(CLASSES) :]
+
+    def _grow(self, capacity: int) -> None:
+        extra = capacity - len(self.table)
+        if extra > 0:
+            self.table = np.pad(self.table, ((0, extra), (0, 0)))
+
+    def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        self._grow(snap.capacity)
+        c = CLASS_INDEX[classify(pod)]
+        self.table[slot, c] += _cpu(pod)
+        self.table[slot, len(CLASSES) + c] += 1
+
+    def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        c = CLASS_INDEX[classify(pod)]
+        self.table[slot, c] -= _cpu(pod)
+        self.table[slot, len(CLASSES) + c] -= 1
+
+    def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
+        self._grow(snap.capacity)
+
+
 class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "Dissonance"
     Args: ClassVar[type[PluginArgs]] = DissonanceArgs
@@ -76,8 +113,7 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         super().__init__(args, handle)
         self.cfg: DissonanceArgs = args
         self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
-        self._cpu = PodIndex(handle.snapshot, classify, _cpu)
-        self._count = PodIndex(handle.snapshot, classify)
+        self._load = ClassLoad(handle.snapshot)
 
     @property
     def model(self) -> DissonanceModel:
@@ -90,21 +126,10 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     def intensity(self, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
         """[len(slots), classes]: share of each node's CPU held by each class."""
         alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
-        safe = np.where(alloc > 0, alloc, np.inf)
-        out = np.zeros((len(slots), len(CLASSES)), dtype=np.float64)
-        for cls in CLASSES:
-            per = self._cpu.per_slot(cls)
-            if per is not None:
-                out[:, CLASS_INDEX[cls]] = per[slots] / safe
-        return out
+        return self._load.cpu[slots] / np.where(alloc > 0, alloc, np.inf)[:, None]
 
     def counts(self, slots: np.ndarray) -> np.ndarray:
-        out = np.zeros((len(slots), len(CLASSES)), dtype=np.float64)
-        for cls in CLASSES:
-            per = self._count.per_slot(cls)
-            if per is not None:
-                out[:, CLASS_INDEX[cls]] = per[slots]
-        return out
+        return self._load.count[slots]
 
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
@@ -131,14 +156,15 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     # ------------------------------------------------------------------ score
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         model = self.model
-        c = classify(pod)
-        ci = CLASS_INDEX[c]
-        intensity = self.intensity(snap, slots)
-        suffered = model.importance[ci] * (intensity @ model.matrix[ci])
-        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
-        share = np.where(alloc > 0, _cpu(pod) / np.where(alloc > 0, alloc, 1.0), 0.0)
-        inflicted = share * (self.counts(slots) @ (model.importance * model.matrix[:, ci]))
-        cost = suffered + inflicted
+        ci = CLASS_INDEX[classify(pod)]
+        # suffered = (cpu by class . M[c]) * importance[c] / alloc; inflicted = (count by class .
+        # importance * M[:, c]) * pod cpu / alloc: one gather and one mat-vec for both.
+        coef = np.concatenate(
+            (model.importance[ci] * model.matrix[ci], (model.importance * model.matrix[:, ci]) * _cpu(pod))
+        )
+        alloc = snap.allocatable[slots, CPU_COL]
+        inv_alloc = np.divide(1.0, alloc, out=np.zeros(len(slots), dtype=np.float64), where=alloc > 0)
+        cost = (self._load.table[slots] @ coef) * inv_alloc
         state.write(_PRESCORE_KEY, np.floor(cost * _RESOLUTION + 0.5).astype(np.int64))
         return None
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.identity import WORKLOAD_IDS, WorkloadKey
 from harmonic.signals.metrics import GRAPH_EDGES, GRAPH_VERSION
 from harmonic.signals.telemetry import Reading, TelemetrySource, TrafficSample
 
@@ -40,21 +40,27 @@ class _Edge:
     bytes: float
 
 
+_EMPTY = np.zeros(0, dtype=np.float64)
+_NO_IDS = np.zeros(0, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class GraphView:
-    """An immutable snapshot of affinities: for each workload, its peers and affinity weights."""
+    """An immutable snapshot of affinities: for each workload id, its peers' ids and affinity weights
+    (ids from ``identity.WORKLOAD_IDS``)."""
 
     version: int
-    peers: dict[WorkloadKey, tuple[tuple[WorkloadKey, ...], np.ndarray]] = field(default_factory=dict)
+    peers: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def neighbour_ids(self, workload_id: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.peers.get(workload_id, (_NO_IDS, _EMPTY))
 
     def neighbours(self, w: WorkloadKey) -> tuple[tuple[WorkloadKey, ...], np.ndarray]:
-        return self.peers.get(w, ((), _EMPTY))
+        ids, weights = self.neighbour_ids(WORKLOAD_IDS.id_of(w))
+        return tuple(WORKLOAD_IDS.key_of(int(i)) for i in ids), weights
 
     def __len__(self) -> int:
         return len(self.peers)
-
-
-_EMPTY = np.zeros(0, dtype=np.float64)
 
 
 class AffinityGraph:
@@ -119,13 +125,16 @@ class AffinityGraph:
         self.version += 1
         weights = self._pair_weights()
         adj: dict[WorkloadKey, dict[WorkloadKey, float]] = {}
-        for (a, b), w in weights.items():
-            adj.setdefault(a, {})[b] = adj.get(a, {}).get(b, 0.0) + w
-            adj.setdefault(b, {})[a] = adj.get(b, {}).get(a, 0.0) + w
-        peers = {
-            w: (tuple(sorted(nb)), np.asarray([nb[k] for k in sorted(nb)], dtype=np.float64))
-            for w, nb in adj.items()
-        }
+        for (a, b), weight in weights.items():
+            adj.setdefault(a, {})[b] = adj.get(a, {}).get(b, 0.0) + weight
+            adj.setdefault(b, {})[a] = adj.get(b, {}).get(a, 0.0) + weight
+        peers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for workload, nb in adj.items():
+            order = sorted(nb)
+            peers[WORKLOAD_IDS.id_of(workload)] = (
+                np.asarray([WORKLOAD_IDS.id_of(k) for k in order], dtype=np.int64),
+                np.asarray([nb[k] for k in order], dtype=np.float64),
+            )
         self._view = GraphView(self.version, peers)
         GRAPH_EDGES.set(len(self._edges))
         GRAPH_VERSION.set(self.version)

@@ -36,6 +36,38 @@ class WorkloadKey:
         return cls(ns, name) if sep else cls(default_namespace, ns)
 
 
+class Interner:
+    """Small integer ids for workload keys, so hot paths index arrays instead of hashing keys."""
+
+    def __init__(self) -> None:
+        self._ids: dict[WorkloadKey, int] = {}
+        self._keys: list[WorkloadKey] = []
+
+    def id_of(self, key: WorkloadKey) -> int:
+        i = self._ids.get(key)
+        if i is None:
+            i = self._ids[key] = len(self._keys)
+            self._keys.append(key)
+        return i
+
+    def key_of(self, i: int) -> WorkloadKey:
+        return self._keys[i]
+
+
+#: Process-wide: the graph and the plugins' pod indexes must agree on ids.
+WORKLOAD_IDS = Interner()
+
+
+def workload_id(pod: Pod) -> int:
+    cached = pod.extra.get("harmonic/workload-id")
+    if cached is not None:
+        i: int = cached
+        return i
+    i = WORKLOAD_IDS.id_of(workload_of(pod))
+    pod.extra["harmonic/workload-id"] = i
+    return i
+
+
 def workload_of(pod: Pod) -> WorkloadKey:
     cached = pod.extra.get("harmonic/workload")
     if cached is not None:

@@ -35,13 +35,13 @@ from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
-from harmonic.framework.pod_index import PodIndex
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
+from harmonic.plugins.communicationaffinity.placement import PeerPlacement
 from harmonic.plugins.helpers import default_normalize_score
 from harmonic.signals.config import TelemetryConfig
 from harmonic.signals.graph import GraphView
-from harmonic.signals.identity import workload_of
+from harmonic.signals.identity import workload_id
 
 log = logging.getLogger(__name__)
 _PRESCORE_KEY = "PreScoreCommunicationAffinity"
@@ -71,7 +71,7 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
-        self._index = PodIndex(handle.snapshot, workload_of)
+        self._placement = PeerPlacement(handle.snapshot, args.zone_label)
         self._warned = False
 
     def _graph(self) -> GraphView | None:
@@ -88,48 +88,38 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         view = self._graph()
         if view is None:
             return Status(Code.SKIP)
-        me = workload_of(pod)
-        peers, weights = view.neighbours(me)
-        if not peers:
+        me = workload_id(pod)
+        placement = self._placement
+        placement.track(view)
+        peers = placement.peer_rows.get(me)
+        if peers is None:
             return Status(Code.SKIP)
-        total_w = float(weights.sum())
-        zones = snap.label(self.cfg.zone_label).codes
-        # Accumulate each peer's replicas, weighted by its share of the traffic, per slot and per
-        # zone from the sparse index (peers run few replicas), then gather for the candidates.
-        node_acc = np.zeros(snap.capacity, dtype=np.float64)
-        zone_acc: dict[int, float] = {}
-        any_peer = False
-        for peer, w in zip(peers, weights.tolist(), strict=True):
-            where = self._index.where(peer)
-            if not where:
-                continue
-            any_peer = True
-            frac = w / (self._index.total(peer) * total_w)
-            for slot, n in where.items():
-                node_acc[slot] += n * frac
-                z = int(zones[slot])
-                if z >= 0 and snap.live[slot]:
-                    zone_acc[z] = zone_acc.get(z, 0.0) + n * frac
-        if not any_peer:
+        rows, weights = peers
+        replicas = placement.totals[rows]
+        running = replicas > 0
+        if not running.any():
             return Status(Code.SKIP)
-        node_share = node_acc[slots]
+        # Each peer's traffic share, spread evenly over its running replicas.
+        frac = np.divide(weights, replicas * float(weights.sum()), out=np.zeros(len(rows)), where=running)
+        node_share = placement.share_per_slot(rows, frac)[slots]
         zone_share = np.zeros(len(slots), dtype=np.float64)
-        if zone_acc:
-            table = np.zeros(max(zone_acc) + 1, dtype=np.float64)
-            for z, v in zone_acc.items():
-                table[z] = v
-            cand = zones[slots]
-            known = (cand >= 0) & (cand < len(table))
-            zone_share[known] = table[cand[known]]
+        if self.cfg.zone_weight > 0:
+            codes, by_zone = placement.zones()
+            cand = codes[slots]
+            known = cand >= 0
+            if known.any():
+                zone_share[known] = (frac @ by_zone[rows])[cand[known]]
         mix = (self.cfg.node_weight * node_share + self.cfg.zone_weight * zone_share) / (
             self.cfg.node_weight + self.cfg.zone_weight
         )
         raw = np.floor(np.clip(mix, 0.0, 1.0) * MAX_NODE_SCORE + 0.5).astype(np.int64)
         cap = self.cfg.max_replicas_per_node
         if cap > 0:
-            own = self._index.per_slot(me)
-            if own is not None:
-                raw[own[slots] >= cap] = 0
+            full = [slot for slot, n in placement.sparse.get(me, {}).items() if n >= cap]
+            if full:
+                mask = np.zeros(snap.capacity, dtype=bool)
+                mask[full] = True
+                raw[mask[slots]] = 0
         state.write(_PRESCORE_KEY, raw)
         return None
 

@@ -1,0 +1,103 @@
+"""SchedulingBasic with workload identities and an affinity graph, to price Harmonic's plugins.
+
+Pods carry ``app: w<k>`` labels for ``workloads`` workloads (round-robin), so CommunicationAffinity
+finds peers for every pod; the graph has ``edges`` random edges (seeded) between those workloads.
+The same workload runs under kube-scheduler's default profile (``SchedulingBasicLabelled``) and under
+the default profile plus CommunicationAffinity and Dissonance (``SchedulingBasicHarmony``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from harmonic.perf.runner import Workload
+from harmonic.perf.templates import named, node_template, pod_template
+from harmonic.perf.workloads.basic import nodes_from
+from harmonic.signals.graph import AffinityGraph
+from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.service import GraphService
+from harmonic.signals.telemetry import TrafficSample
+
+NAMESPACE = "sched-0"
+HARMONY_CONFIG: dict[str, Any] = {
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "plugins": {
+                "multiPoint": {
+                    "enabled": [
+                        {"name": "CommunicationAffinity", "weight": 5},
+                        {"name": "Dissonance", "weight": 3},
+                    ]
+                }
+            },
+        }
+    ]
+}
+
+
+def _pods(n: int, prefix: str, workloads: int) -> Callable[[], Iterator[dict[str, Any]]]:
+    def gen() -> Iterator[dict[str, Any]]:
+        t = pod_template()
+        for i in range(n):
+            p = named(t, f"{prefix}-{i}", NAMESPACE)
+            p["metadata"]["labels"] = {"app": f"w{i % workloads}"}
+            yield p
+
+    return gen
+
+
+def graph_service(workloads: int, edges: int, seed: int = 1) -> GraphService:
+    rng = random.Random(seed)
+    samples: list[TrafficSample] = []
+    seen: set[tuple[int, int]] = set()
+    while len(samples) < edges:
+        a, b = rng.randrange(workloads), rng.randrange(workloads)
+        if a == b or (a, b) in seen:
+            continue
+        seen.add((a, b))
+        samples.append(
+            TrafficSample(
+                WorkloadKey(NAMESPACE, f"w{a}"), WorkloadKey(NAMESPACE, f"w{b}"), rng.uniform(0.1, 100)
+            )
+        )
+    graph = AffinityGraph()
+    graph.observe(samples, now=0.0)
+    return GraphService(graph, [])
+
+
+def _workload(
+    name: str, nodes: int, init_pods: int, pods: int, harmony: bool, workloads: int, edges: int
+) -> Workload:
+    return Workload(
+        name=name,
+        nodes=nodes_from(nodes, node_template()),
+        init_pods=_pods(init_pods, "init-pod", workloads),
+        measured_pods=_pods(pods, "pod", workloads),
+        num_measured=pods,
+        config=HARMONY_CONFIG if harmony else None,
+        params={
+            "nodes": nodes,
+            "init_pods": init_pods,
+            "pods": pods,
+            "workloads": workloads,
+            "graph_edges": edges,
+        },
+        services=(lambda: {"affinity_graph": graph_service(workloads, edges)}) if harmony else None,
+    )
+
+
+def labelled(nodes: int, init_pods: int, pods: int) -> Workload:
+    return _workload("SchedulingBasicLabelled", nodes, init_pods, pods, False, 1000, 20000)
+
+
+def harmony(nodes: int, init_pods: int, pods: int) -> Workload:
+    return _workload("SchedulingBasicHarmony", nodes, init_pods, pods, True, 1000, 20000)
+
+
+WORKLOADS = {
+    "SchedulingBasicLabelled": (labelled, (5000, 1000, 10000)),
+    "SchedulingBasicHarmony": (harmony, (5000, 1000, 10000)),
+}
