@@ -30,11 +30,10 @@ from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
-from harmonic.framework.interface import FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScorePlugin, ScorePlugin
 from harmonic.framework.snapshot import CPU_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
-from harmonic.plugins.helpers import default_normalize_score
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.dissonance import DissonanceModel
 
@@ -47,6 +46,9 @@ _RESOLUTION = 10_000
 
 class DissonanceArgs(PluginArgs):
     latency_critical_max_slowdown: float | None = Field(default=None, ge=0)
+    anticipated_latency_critical: float = Field(default=1.0, ge=0)
+    latency_critical_tolerance: float = Field(default=0.25, gt=0)
+    cost_scale: float = Field(default=0.5, gt=0)
     matrix: dict[str, dict[str, float]] = Field(default_factory=dict)
     importance: dict[str, float] = Field(default_factory=dict)
 
@@ -164,7 +166,19 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         )
         alloc = snap.allocatable[slots, CPU_COL]
         inv_alloc = np.divide(1.0, alloc, out=np.zeros(len(slots), dtype=np.float64), where=alloc > 0)
-        cost = (self._load.table[slots] @ coef) * inv_alloc
+        rows = self._load.table[slots]
+        cost = (rows @ coef) * inv_alloc
+        lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+        if ci != lc and self.cfg.anticipated_latency_critical > 0:
+            # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
+            # node gets falls from ``anticipated`` on a clean node to 0 once its predicted
+            # latency-critical slowdown reaches the tolerance. Harm to them is a cost now, which
+            # packs aggressors together and keeps clean nodes clean.
+            lc_slowdown = (rows[:, : len(CLASSES)] @ model.matrix[lc]) * inv_alloc
+            expected = self.cfg.anticipated_latency_critical * np.clip(
+                1.0 - lc_slowdown / self.cfg.latency_critical_tolerance, 0.0, 1.0
+            )
+            cost += model.importance[lc] * model.matrix[lc, ci] * _cpu(pod) * inv_alloc * expected
         state.write(_PRESCORE_KEY, np.floor(cost * _RESOLUTION + 0.5).astype(np.int64))
         return None
 
@@ -175,7 +189,9 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     def normalize_score(
         self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray, scores: np.ndarray
     ) -> np.ndarray:
-        return default_normalize_score(scores, reverse=True)
+        # An absolute scale, not the best candidate's: small differences stay small.
+        scale = self.cfg.cost_scale * _RESOLUTION
+        return MAX_NODE_SCORE - np.minimum(scores * MAX_NODE_SCORE // int(scale), MAX_NODE_SCORE)
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         return (

@@ -110,8 +110,22 @@ def test_no_graph_service_skips():
     assert _scores([replica("cart", 0, "n1")], services=False) == Code.SKIP
 
 
-def test_no_running_peers_skips():
+def test_no_running_peers_and_no_own_replicas_skips():
     assert _scores([replica("other", 0, "n1")]) == Code.SKIP
+
+
+@pytest.mark.parametrize(
+    ("own", "expected"),
+    [
+        # second replica: n2 already hosts the only one and the workload needs 2 nodes, so no pull
+        # there; its zone (a) still pulls n1: zone share 1 -> (0*2 + 1)/3 -> 33 -> normalised 100
+        (["n2"], {"n1": 100, "n2": 0, "n3": 0, "n4": 0}),
+        # third replica: two nodes used, gathering allowed: n1/n2 node .5 zone 1 -> 67 each
+        (["n1", "n2"], {"n1": 100, "n2": 100, "n3": 0, "n4": 0}),
+    ],
+)
+def test_first_workload_of_an_app_gathers_its_own_replicas(own, expected):
+    assert _scores([replica("frontend", i, n) for i, n in enumerate(own)]) == expected
 
 
 def test_unknown_workload_skips():

@@ -33,11 +33,14 @@ def _run(incoming, args=None):
     ("incoming", "expected"),
     [
         # LC pod, share .25: n1 suffers .5*I_bc(.5)=.25, inflicts .25*.25*M[bc][lc](.05)=.003125 -> 2531;
-        # n2 suffers .1*.25=.025, inflicts .25*1*.1=.025 -> 500; n3 -> 0. Reversed and normalised.
-        (INCOMING_LC, {"n1": 0, "n2": 81, "n3": 100}),
-        # batch-cpu pod: n1 suffers .25*(.2*.5)=.025, inflicts .25*.25*.2=.0125 -> 375;
-        # n2 suffers .25*(.05*.25)=.003125, inflicts .25*1*.5=.125 -> 1281 (1281.25);
-        (INCOMING_BATCH, {"n1": 71, "n2": 0, "n3": 100}),
+        # n2 suffers .1*.25=.025, inflicts .25*1*.1=.025 -> 500; n3 -> 0.
+        # Score 100 - cost*100/(costScale .5 * 10000): 100-50, 100-10, 100.
+        (INCOMING_LC, {"n1": 50, "n2": 90, "n3": 100}),
+        # batch-cpu pod: n1 suffers .25*(.2*.5)=.025, inflicts .25*.25*.2=.0125; n2 suffers
+        # .25*(.05*.25)=.003125, inflicts .25*1*.5=.125. Anticipated LC harm .5*.25*expected, with
+        # expected = 1 - LC slowdown/.25: n1 (LC slowdown .25) 0, n2 (.025) .9, n3 1 ->
+        # costs 375, 2406, 1250 -> scores 93, 52, 75: the batch pod joins the batch node.
+        (INCOMING_BATCH, {"n1": 93, "n2": 52, "n3": 75}),
     ],
 )
 def test_scores(incoming, expected):

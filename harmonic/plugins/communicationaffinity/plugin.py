@@ -10,12 +10,14 @@ the pod on node ``n`` keeps local
 
 over the pod's peers ``p`` with affinity ``w_p``. The raw score is the weighted mean of the two levels
 (``nodeWeight``, ``zoneWeight``) on 0..100; NormalizeScore scales the best node to 100 so the plugin's
-profile weight sets its strength. It never piles a workload onto one node: nodes that already run
-``maxReplicasPerNode`` replicas of the pod's own workload score 0, and resource fit and spreading
-plugins keep their say. With no graph, or no peers for the workload, the plugin skips (no signal).
+profile weight sets its strength. It never piles a workload onto one node: while a workload runs on fewer than
+``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull;
+nodes holding ``maxReplicasPerNode`` of its replicas score 0; and resource fit and spreading plugins
+keep their say. A workload whose peers do not run yet (the first of an application to arrive) is
+drawn toward its own replicas instead, so the peers that follow find them together. With no graph, or no peers for the workload, the plugin skips (no signal).
 
 Args (CommunicationAffinityArgs): ``nodeWeight`` (default 2), ``zoneWeight`` (default 1),
-``maxReplicasPerNode`` (default 2; 0 disables the cap), ``zoneLabel`` (default
+``minNodesPerWorkload`` (default 2), ``maxReplicasPerNode`` (default 0 = no absolute cap), ``zoneLabel`` (default
 ``topology.kubernetes.io/zone``), ``telemetry`` (``harmonic.signals.config.TelemetryConfig``: Prometheus,
 topology files, AppGroups, refresh interval, half-life). The graph comes from the handle service
 ``affinity_graph`` (an object with a ``view`` property returning a ``GraphView``), which the
@@ -51,7 +53,8 @@ GRAPH_SERVICE = "affinity_graph"
 class CommunicationAffinityArgs(PluginArgs):
     node_weight: float = Field(default=2.0, ge=0)
     zone_weight: float = Field(default=1.0, ge=0)
-    max_replicas_per_node: int = Field(default=2, ge=0)
+    max_replicas_per_node: int = Field(default=0, ge=0)
+    min_nodes_per_workload: int = Field(default=2, ge=1)
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
     #: Where the graph comes from; used by the scheduler's setup to build the ``affinity_graph``
     #: service (the plugin itself does no I/O).
@@ -98,7 +101,14 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         replicas = placement.totals[rows]
         running = replicas > 0
         if not running.any():
-            return Status(Code.SKIP)
+            # None of its peers runs yet (the first workload of an application to arrive): gather
+            # the workload's own replicas, up to the cap, so the peers that follow find them together.
+            own_row = placement.rows.get(me)
+            if own_row is None or placement.totals[own_row] <= 0:
+                return Status(Code.SKIP)
+            rows, weights = np.asarray([own_row]), np.ones(1)
+            replicas = placement.totals[rows]
+            running = replicas > 0
         # Each peer's traffic share, spread evenly over its running replicas.
         frac = np.divide(weights, replicas * float(weights.sum()), out=np.zeros(len(rows)), where=running)
         node_share = placement.share_per_slot(rows, frac)[slots]
@@ -113,13 +123,17 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
             self.cfg.node_weight + self.cfg.zone_weight
         )
         raw = np.floor(np.clip(mix, 0.0, 1.0) * MAX_NODE_SCORE + 0.5).astype(np.int64)
-        cap = self.cfg.max_replicas_per_node
-        if cap > 0:
-            full = [slot for slot, n in placement.sparse.get(me, {}).items() if n >= cap]
-            if full:
-                mask = np.zeros(snap.capacity, dtype=bool)
-                mask[full] = True
-                raw[mask[slots]] = 0
+        own = placement.sparse.get(me, {})
+        crowded: list[int] = []
+        if self.cfg.max_replicas_per_node > 0:
+            crowded += [slot for slot, n in own.items() if n >= self.cfg.max_replicas_per_node]
+        if own and len(own) < min(self.cfg.min_nodes_per_workload, sum(own.values()) + 1):
+            # The workload still needs more distinct nodes: no pull toward nodes already hosting it.
+            crowded += list(own)
+        if crowded:
+            mask = np.zeros(snap.capacity, dtype=bool)
+            mask[crowded] = True
+            raw[mask[slots]] = 0
         state.write(_PRESCORE_KEY, raw)
         return None
 
