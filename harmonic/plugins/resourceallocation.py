@@ -1,0 +1,77 @@
+"""What the resource-scoring plugins share (noderesources.resourceAllocationScorer), over many nodes.
+
+``ResourceSpec`` is the ``{name, weight}`` entry of NodeResourcesFit's scoring strategy and of
+NodeResourcesBalancedAllocation's args; ``allocatable_and_requested`` is
+calculateResourceAllocatableRequest for a batch of node slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import Field
+
+from harmonic.api.pod import Pod
+from harmonic.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.snapshot import CPU_COL, EPHEMERAL_COL, MEMORY_COL, Snapshot
+
+
+class ResourceSpec(PluginArgs):
+    name: str = Field(min_length=1)
+    #: 0 (or unset) defaults to 1, as the v1 defaulting does; the range is checked by each plugin.
+    weight: int = 1
+
+
+DEFAULT_RESOURCES = (ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1))
+
+
+def default_weights(resources: tuple[ResourceSpec, ...]) -> tuple[ResourceSpec, ...]:
+    """SetDefaults: no resources means cpu and memory; a zero weight means 1."""
+    if not resources:
+        return DEFAULT_RESOURCES
+    return tuple(r if r.weight != 0 else ResourceSpec(name=r.name, weight=1) for r in resources)
+
+
+def pod_requests(pod: Pod, names: Sequence[str], use_requested: bool) -> np.ndarray:
+    """calculatePodResourceRequestList: the pod's request for each resource; with ``use_requested``
+    false, CPU and memory count containers that set no request at 100m / 200Mi."""
+    out = np.zeros(len(names), dtype=np.int64)
+    for j, name in enumerate(names):
+        if not use_requested and name == CPU:
+            out[j] = pod.nonzero_cpu
+        elif not use_requested and name == MEMORY:
+            out[j] = pod.nonzero_memory
+        else:
+            out[j] = pod.requests.get(name, 0)
+    return out
+
+
+def allocatable_and_requested(
+    snap: Snapshot, slots: np.ndarray, names: Sequence[str], pod_req: np.ndarray, use_requested: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """[nodes, resources] allocatable and requested-after-placement. Both are 0 where upstream leaves
+    a resource out of scoring: a scalar resource the pod does not request, a resource the node does
+    not offer, or one that is not tracked at all."""
+    n, k = len(slots), len(names)
+    alloc = np.zeros((n, k), dtype=np.int64)
+    requested = np.zeros((n, k), dtype=np.int64)
+    for j, name in enumerate(names):
+        if name in (CPU, MEMORY):
+            col = CPU_COL if name == CPU else MEMORY_COL
+            used = snap.requested[slots, col] if use_requested else snap.nonzero[slots, col]
+        elif name == EPHEMERAL_STORAGE:
+            col = EPHEMERAL_COL
+            used = snap.requested[slots, col]
+        else:
+            if pod_req[j] == 0 or not is_scalar_resource_name(name):
+                continue
+            maybe = snap.column(name)
+            if maybe is None:
+                continue
+            col = maybe
+            used = snap.requested[slots, col]
+        alloc[:, j] = snap.allocatable[slots, col]
+        requested[:, j] = np.where(alloc[:, j] != 0, used + pod_req[j], 0)
+    return alloc, requested
