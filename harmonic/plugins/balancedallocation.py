@@ -58,6 +58,10 @@ def balanced_scores(alloc: np.ndarray, requested: np.ndarray) -> np.ndarray:
     n, k = alloc.shape
     valid = alloc != 0
     frac = np.minimum(requested / np.where(valid, alloc, 1), 1.0)
+    if k == 2 and valid.all():
+        # The usual case (cpu and memory on every node).
+        std2 = np.abs((frac[:, 0] - frac[:, 1]) / 2)
+        return ((1 - std2) * float(MAX_NODE_SCORE)).astype(np.int64)
     count = valid.sum(axis=1)
     std = np.zeros(n, dtype=np.float64)
 

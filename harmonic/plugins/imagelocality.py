@@ -51,6 +51,8 @@ class ImageLocality(ScorePlugin):
                 spread = num_nodes / total_nodes
                 # int64(float64(size) * spread), per image, as scaledImageScore truncates.
                 sums += (sizes[slots].astype(np.float64) * spread).astype(np.int64)
+        if not sums.any():
+            return sums
         max_threshold = MAX_CONTAINER_THRESHOLD * len(images)
         clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
         return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

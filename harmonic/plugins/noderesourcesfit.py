@@ -217,6 +217,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.strategy = strategy.type
         self.resources = [(r.name, r.weight) for r in strategy.resources]
         self.resource_names = [r.name for r in strategy.resources]
+        self.weights = np.asarray([r.weight for r in strategy.resources], dtype=np.int64)
+        self.weight_sum = int(self.weights.sum())
         self.shape: list[tuple[int, int]] = []
         if strategy.requested_to_capacity_ratio is not None:
             scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
@@ -253,8 +255,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s: _PreFilterState = state.read(_PREFILTER_KEY)
         cols = s.cols
         need = s.vec[cols]
-        alloc = snap.allocatable[np.ix_(slots, cols)]
-        short = need > alloc - snap.requested[np.ix_(slots, cols)]
+        alloc = snap.allocatable.take(slots, axis=0)[:, cols]
+        short = need > alloc - snap.requested.take(slots, axis=0)[:, cols]
         if not short.any():
             return None
         bits = short.astype(np.int64) @ (np.int64(1) << np.arange(len(cols), dtype=np.int64))
@@ -278,27 +280,28 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         alloc, requested = allocatable_and_requested(
             snap, slots, self.resource_names, pod_req, use_requested=False
         )
-        weights = np.asarray([w for _, w in self.resources], dtype=np.int64)
+        weights = self.weights
         has = alloc > 0
-        safe = np.where(has, alloc, 1)
+        safe = np.maximum(alloc, 1)
         if self.strategy == ScoringStrategyType.LEAST_ALLOCATED:
-            per = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
+            # Negative free capacity (requested beyond capacity) scores 0, as does an unscored entry.
+            per = np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // safe
         elif self.strategy == ScoringStrategyType.MOST_ALLOCATED:
             per = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
         else:
             util = np.where(requested > alloc, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
             per = broken_linear(self.shape, util)
             has = has & (per > 0)
+        if self.strategy != ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO and has.all():
+            return (per * weights).sum(axis=1) // self.weight_sum
         w = np.where(has, weights, 0)
-        weight_sum = w.sum(axis=1)
+        weight_sum = np.maximum(w.sum(axis=1), 1)
         node_score = (np.where(has, per, 0) * w).sum(axis=1)
-        safe_sum = np.where(weight_sum > 0, weight_sum, 1)
         if self.strategy == ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
             # math.Round of a non-negative quotient: half away from zero.
-            out = np.floor(node_score / safe_sum + 0.5).astype(np.int64)
-        else:
-            out = node_score // safe_sum
-        return np.where(weight_sum > 0, out, 0)
+            return np.floor(node_score / weight_sum + 0.5).astype(np.int64)
+        # A node scoring no resource has node_score 0, hence 0.
+        return node_score // weight_sum
 
     # ------------------------------------------------------------------ requeueing
     def events_to_register(self) -> Sequence[EventWithHint]:

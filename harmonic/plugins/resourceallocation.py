@@ -51,27 +51,43 @@ def pod_requests(pod: Pod, names: Sequence[str], use_requested: bool) -> np.ndar
 def allocatable_and_requested(
     snap: Snapshot, slots: np.ndarray, names: Sequence[str], pod_req: np.ndarray, use_requested: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """[nodes, resources] allocatable and requested-after-placement. Both are 0 where upstream leaves
-    a resource out of scoring: a scalar resource the pod does not request, a resource the node does
-    not offer, or one that is not tracked at all."""
-    n, k = len(slots), len(names)
-    alloc = np.zeros((n, k), dtype=np.int64)
-    requested = np.zeros((n, k), dtype=np.int64)
+    """[nodes, resources] allocatable and requested-after-placement. Allocatable is 0 where upstream
+    leaves a resource out of scoring: a scalar resource the pod does not request, a resource the node
+    does not offer, or one that is not tracked at all; scorers skip those entries."""
+    # Snapshot columns per scored resource (-1: left out); CPU and memory may come from non-zero requests.
+    cols: list[int] = []
+    nonzero: list[bool] = []
     for j, name in enumerate(names):
         if name in (CPU, MEMORY):
-            col = CPU_COL if name == CPU else MEMORY_COL
-            used = snap.requested[slots, col] if use_requested else snap.nonzero[slots, col]
+            cols.append(CPU_COL if name == CPU else MEMORY_COL)
+            nonzero.append(not use_requested)
         elif name == EPHEMERAL_STORAGE:
-            col = EPHEMERAL_COL
-            used = snap.requested[slots, col]
+            cols.append(EPHEMERAL_COL)
+            nonzero.append(False)
         else:
-            if pod_req[j] == 0 or not is_scalar_resource_name(name):
-                continue
-            maybe = snap.column(name)
-            if maybe is None:
-                continue
-            col = maybe
-            used = snap.requested[slots, col]
-        alloc[:, j] = snap.allocatable[slots, col]
-        requested[:, j] = np.where(alloc[:, j] != 0, used + pod_req[j], 0)
+            col = snap.column(name) if pod_req[j] != 0 and is_scalar_resource_name(name) else None
+            cols.append(-1 if col is None else col)
+            nonzero.append(False)
+    if cols == [CPU_COL, MEMORY_COL]:
+        # The usual case, two column slices of one row gather each.
+        alloc = snap.allocatable.take(slots, axis=0)[:, :2]
+        used = (snap.nonzero if nonzero[0] else snap.requested).take(slots, axis=0)[:, :2]
+    elif all(c >= 0 for c in cols):
+        alloc = snap.allocatable.take(slots, axis=0)[:, cols]
+        used = snap.requested.take(slots, axis=0)[:, cols]
+        if any(nonzero):
+            nz = snap.nonzero.take(slots, axis=0)
+            for j, c in enumerate(cols):
+                if nonzero[j]:
+                    used[:, j] = nz[:, c]
+    else:
+        n, k = len(slots), len(names)
+        alloc = np.zeros((n, k), dtype=np.int64)
+        used = np.zeros((n, k), dtype=np.int64)
+        for j, c in enumerate(cols):
+            if c >= 0:
+                alloc[:, j] = snap.allocatable[slots, c]
+                used[:, j] = snap.nonzero[slots, c] if nonzero[j] else snap.requested[slots, c]
+    # Where ``alloc`` is 0 the resource is not scored, whatever ``requested`` says.
+    requested = used + pod_req
     return alloc, requested

@@ -1,8 +1,9 @@
-"""Every shared upstream kube-scheduler case must pass through ``harmonic.conformance.evaluate``.
+"""Every upstream kube-scheduler case must pass through ``harmonic.conformance.evaluate``.
 
 Cases come from ``tests/conformance/upstream`` (a copy of the shared set) and, when present, from the
 shared folder itself (``$HARMONIC_SHARED_CONFORMANCE`` or ``../shared/conformance``), which may hold
-newer cases; a file there takes precedence over the copy with the same name.
+newer cases; a file there takes precedence over the copy with the same name. The project's own
+translations of upstream's test tables live in ``tests/conformance/translated`` (README there).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harmonic.conformance import evaluate
+from harmonic.conformance import evaluate, evaluate_pre_filter, evaluate_pre_score
 
 HERE = Path(__file__).parent
 
@@ -31,10 +32,31 @@ def _cases():
         data = json.loads(path.read_text())
         for case in data["cases"]:
             yield pytest.param({**case, "plugin": data["plugin"]}, id=f"{fname}::{case['name']}")
+    for path in sorted((HERE / "translated").glob("*.json")):
+        data = json.loads(path.read_text())
+        for case in data["cases"]:
+            yield pytest.param(
+                {**case, "plugin": data["plugin"]}, id=f"translated/{path.name}::{case['name']}"
+            )
+
+
+_EXPECTED = ("expected", "expectedPreFilter", "expectedPreScore")
 
 
 @pytest.mark.parametrize("case", list(_cases()))
 def test_upstream_case(case):
-    expected = case["expected"]
-    got = evaluate({k: v for k, v in case.items() if k != "expected"})
-    assert got == expected
+    given = {k: v for k, v in case.items() if k not in _EXPECTED}
+    assert evaluate(given) == case["expected"]
+    if "expectedPreFilter" in case:
+        assert evaluate_pre_filter(given) == case["expectedPreFilter"]
+    if "expectedPreScore" in case:
+        assert evaluate_pre_score(given) == case["expectedPreScore"]
+
+
+def test_translated_files_name_their_source():
+    for path in sorted((HERE / "translated").glob("*.json")):
+        data = json.loads(path.read_text())
+        assert data["source"].startswith("pkg/scheduler/"), path.name
+        assert data["cases"], path.name
+        names = [c["name"] for c in data["cases"]]
+        assert len(names) == len(set(names)), f"{path.name}: duplicate case names"
