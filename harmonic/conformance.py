@@ -160,7 +160,7 @@ def _filter(
     if not isinstance(plugin, FilterPlugin):
         raise TypeError(f"{plugin.name} is not a Filter plugin")
     if run_pre_filter and isinstance(plugin, PreFilterPlugin):
-        result, st = plugin.pre_filter(state, pod, snap)
+        _, st = plugin.pre_filter(state, pod, snap)
         if st is not None and st.code == Code.SKIP:
             return {n: _status(Code.SUCCESS, ()) for n in names}
         if st is not None and not st.is_success:
