@@ -8,7 +8,9 @@ Masks depend only on node labels and names, so they are cached per snapshot unti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,24 @@ from harmonic.framework.snapshot import Snapshot
 _CACHE_LIMIT = 512
 
 
+_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]"
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+_LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+
+
+@lru_cache(maxsize=4096)
+def _parses(r: Requirement) -> bool:
+    """Whether labels.NewRequirement accepts ``r``: a qualified key and valid label values. Upstream
+    keeps a term that does not parse and lets it match no node (kept for pods created before the
+    API validated this)."""
+    if not _LABEL_KEY.match(r.key) or len(r.key.rpartition("/")[0]) > 253:
+        return False
+    return r.op not in (IN, NOT_IN) or all(_LABEL_VALUE.match(v) for v in r.values)
+
+
 def _label_mask(snap: Snapshot, r: Requirement) -> np.ndarray:
+    if not _parses(r):
+        return np.zeros(snap.capacity, dtype=bool)
     col = snap.label(r.key)
     op = r.op
     if op == IN:
