@@ -100,15 +100,16 @@ def term(expressions: list[Obj] | None = None, fields: list[Obj] | None = None) 
     return t
 
 
-def write(plugin: str, source: str, cases: list[Obj], skipped: list[Obj]) -> None:
+def write(file: str, source: str, cases: list[Obj], skipped: list[Obj]) -> None:
+    """Write ``translated/<file>.json``; the plugin is ``file`` up to its first dot."""
     names = [c["name"] for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise SystemExit(f"{plugin}: duplicate case names {sorted(dup)}")
-    doc = {"plugin": plugin, "source": source, "cases": cases, "skipped": skipped}
+        raise SystemExit(f"{file}: duplicate case names {sorted(dup)}")
+    doc = {"plugin": file.split(".")[0], "source": source, "cases": cases, "skipped": skipped}
     OUT.mkdir(exist_ok=True)
-    (OUT / f"{plugin}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"{plugin}: {len(cases)} cases, {len(skipped)} skipped")
+    (OUT / f"{file}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{file}: {len(cases)} cases, {len(skipped)} skipped")
 
 
 def res_node(name: str, milli_cpu: int, memory: int, extended: dict[str, int] | None = None) -> Obj:
