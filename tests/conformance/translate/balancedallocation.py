@@ -6,11 +6,19 @@ from __future__ import annotations
 from k8s import Obj, container, pod, res_node, status, write
 
 DEFAULT = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}
-WITH_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}]}
+WITH_GPU = {
+    "resources": [
+        {"name": "cpu", "weight": 1},
+        {"name": "memory", "weight": 1},
+        {"name": "nvidia.com/gpu", "weight": 1},
+    ]
+}
 
 
 def spec(name: str, node_name: str, *reqs: dict[str, str]) -> Obj:
-    return pod(name, containers=[container(f"c{i}", requests=r) for i, r in enumerate(reqs)], node_name=node_name)
+    return pod(
+        name, containers=[container(f"c{i}", requests=r) for i, r in enumerate(reqs)], node_name=node_name
+    )
 
 
 def cpu_only(name: str, node_name: str = "node1") -> Obj:
@@ -22,14 +30,26 @@ def cpu_and_memory(name: str, node_name: str = "node2") -> Obj:
 
 
 def cpu_and_memory_and_gpu(name: str) -> Obj:
-    return spec(name, "node1", {"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000", "nvidia.com/gpu": "3"})
+    return spec(
+        name,
+        "node1",
+        {"cpu": "1000m", "memory": "2000"},
+        {"cpu": "2000m", "memory": "3000", "nvidia.com/gpu": "3"},
+    )
 
 
 GPU8 = {"nvidia.com/gpu": 8}
 
 
-def case(name: str, p: Obj, nodes: list[Obj], existing: list[Obj], want: list[int], args: Obj = DEFAULT,
-         pre_score: bool = True) -> Obj:
+def case(
+    name: str,
+    p: Obj,
+    nodes: list[Obj],
+    existing: list[Obj],
+    want: list[int],
+    args: Obj = DEFAULT,
+    pre_score: bool = True,
+) -> Obj:
     c: Obj = {
         "name": name,
         "kind": "score",
@@ -120,7 +140,10 @@ skipped = [
         "name": "include DRA resource on a node for balanced resource allocation if PreScore not called",
         "why": "extended resources backed by DRA device classes (DRAExtendedResource, alpha) are not modelled",
     },
-    {"name": "TestBalancedAllocationSignPod", "why": "pod signatures (SignPlugin) are not part of Harmonic's framework"},
+    {
+        "name": "TestBalancedAllocationSignPod",
+        "why": "pod signatures (SignPlugin) are not part of Harmonic's framework",
+    },
 ]
 
 write(

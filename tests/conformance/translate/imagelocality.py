@@ -18,10 +18,16 @@ def images(*entries: tuple[list[str], int]) -> list[tuple[list[str], int]]:
     return [(names, size * MB) for names, size in entries]
 
 
-node403002000 = images((["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40), (["gcr.io/300:latest", "gcr.io/300:v1"], 300), (["gcr.io/2000:latest"], 2000))
+node403002000 = images(
+    (["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40),
+    (["gcr.io/300:latest", "gcr.io/300:v1"], 300),
+    (["gcr.io/2000:latest"], 2000),
+)
 node25010 = images((["gcr.io/250:latest"], 250), (["gcr.io/10:latest", "gcr.io/10:v1"], 10))
 node60040900 = images((["gcr.io/600:latest"], 600), (["gcr.io/40:latest"], 40), (["gcr.io/900:latest"], 900))
-node300600900 = images((["gcr.io/300:latest"], 300), (["gcr.io/600:latest"], 600), (["gcr.io/900:latest"], 900))
+node300600900 = images(
+    (["gcr.io/300:latest"], 300), (["gcr.io/600:latest"], 600), (["gcr.io/900:latest"], 900)
+)
 node400030 = images((["gcr.io/4000:latest"], 4000), (["gcr.io/30:latest"], 30))
 node203040 = images((["gcr.io/20:latest"], 20), (["gcr.io/30:latest"], 30), (["gcr.io/40:latest"], 40))
 
@@ -46,8 +52,18 @@ def case(name: str, p: Obj, nodes: list[tuple[str, list[tuple[list[str], int]]]]
 
 
 cases = [
-    case("two images spread on two nodes, prefer the larger image one", test40250, [("node1", node403002000), ("node2", node25010)], [0, 5]),
-    case("two images on one node, prefer this node", test40300, [("node1", node403002000), ("node2", node25010)], [7, 0]),
+    case(
+        "two images spread on two nodes, prefer the larger image one",
+        test40250,
+        [("node1", node403002000), ("node2", node25010)],
+        [0, 5],
+    ),
+    case(
+        "two images on one node, prefer this node",
+        test40300,
+        [("node1", node403002000), ("node2", node25010)],
+        [7, 0],
+    ),
     case("if exceed limit, use limit", test_min_max, [("node1", node400030), ("node2", node25010)], [100, 0]),
     case(
         "if exceed limit, use limit (with node which has no images present)",

@@ -53,7 +53,10 @@ def node(
 
 
 def container(
-    name: str = "c", image: str = "pause", requests: dict[str, Any] | None = None, ports: list[Obj] | None = None
+    name: str = "c",
+    image: str = "pause",
+    requests: dict[str, Any] | None = None,
+    ports: list[Obj] | None = None,
 ) -> Obj:
     c: Obj = {"name": name, "image": image}
     if requests is not None:

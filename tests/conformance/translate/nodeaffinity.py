@@ -14,7 +14,9 @@ NAME = "metadata.name"
 
 
 def required(*terms: Obj) -> Obj:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
 
 
 def pre(code: str = "Success", *reasons: str, names: list[str] | None = None) -> Obj:
@@ -115,7 +117,9 @@ filters = [
     fcase(
         "Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's labels and will schedule onto the node",
         aff_pod(
-            required(term([req("foo", "In", ["bar", "value2"])]), term([req("diffkey", "In", ["wrong", "value2"])]))
+            required(
+                term([req("foo", "In", ["bar", "value2"])]), term([req("diffkey", "In", ["wrong", "value2"])])
+            )
         ),
         foo_bar,
     ),
@@ -174,14 +178,20 @@ filters = [
     ),
     fcase(
         "Pod with two terms: both matchFields and matchExpressions do not match",
-        aff_pod(required(term(fields=[req(NAME, "In", ["node1"])]), term([req("foo", "In", ["not-match-to-bar"])]))),
+        aff_pod(
+            required(
+                term(fields=[req(NAME, "In", ["node1"])]), term([req("foo", "In", ["not-match-to-bar"])])
+            )
+        ),
         foo_bar,
         node_name="node2",
         want=unresolvable(POD),
     ),
     fcase(
         "Pod with two terms of node.Name affinity",
-        aff_pod(required(term(fields=[req(NAME, "In", ["node1"])]), term(fields=[req(NAME, "In", ["node2"])]))),
+        aff_pod(
+            required(term(fields=[req(NAME, "In", ["node1"])]), term(fields=[req(NAME, "In", ["node2"])]))
+        ),
         node_name="node2",
         want_pre=pre(names=["node1", "node2"]),
     ),
@@ -260,7 +270,11 @@ def preferred(*weighted: tuple[int, Obj]) -> Obj:
     return [{"weight": w, "preference": t} for w, t in weighted]
 
 
-affinity1 = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred((2, term([req("foo", "In", ["bar"])])))}}
+affinity1 = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred((2, term([req("foo", "In", ["bar"])])))
+    }
+}
 affinity2 = {
     "nodeAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": preferred(
@@ -272,8 +286,14 @@ affinity2 = {
 }
 
 
-def scase(name: str, p: Obj, nodes: list[tuple[str, dict[str, str]]], want: list[int], args: Obj | None = None,
-          pre_score: Obj | None = None) -> Obj:
+def scase(
+    name: str,
+    p: Obj,
+    nodes: list[tuple[str, dict[str, str]]],
+    want: list[int],
+    args: Obj | None = None,
+    pre_score: Obj | None = None,
+) -> Obj:
     c: Obj = {
         "name": name,
         "kind": "score",
@@ -291,7 +311,13 @@ def scase(name: str, p: Obj, nodes: list[tuple[str, dict[str, str]]], want: list
 three = [("node1", label1), ("node2", label2), ("node3", label3)]
 scores = [
     scase("all nodes are same priority as NodeAffinity is nil", pod(), three, [0, 0, 0]),
-    scase("Skip is returned in PreScore when NodeAffinity is nil", pod(), [("node1", label1)], [], pre_score=status("Skip"))
+    scase(
+        "Skip is returned in PreScore when NodeAffinity is nil",
+        pod(),
+        [("node1", label1)],
+        [],
+        pre_score=status("Skip"),
+    )
     | {"scoredNodes": []},
     scase(
         "no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority is zero",
@@ -300,7 +326,12 @@ scores = [
         [0, 0, 0],
         pre_score=status("Success"),
     ),
-    scase("only node1 matches the preferred scheduling requirements of pod", pod(affinity=affinity1), three, [100, 0, 0]),
+    scase(
+        "only node1 matches the preferred scheduling requirements of pod",
+        pod(affinity=affinity1),
+        three,
+        [100, 0, 0],
+    ),
     scase(
         "all nodes matches the preferred scheduling requirements of pod but with different priorities ",
         pod(affinity=affinity2),
@@ -319,7 +350,13 @@ scores = [
         pod(affinity=affinity1),
         [("node1", label1), ("node2", label2), ("node3", label5)],
         [40, 60, 100],
-        args={"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred((3, term([req("key", "In", ["value"])])))}},
+        args={
+            "addedAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": preferred(
+                    (3, term([req("key", "In", ["value"])]))
+                )
+            }
+        },
     ),
     scase(
         "calculate the priorities correctly even if PreScore is not called",

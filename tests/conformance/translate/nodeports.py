@@ -46,21 +46,33 @@ cases = [
     case("same tcp port", ("TCP/127.0.0.1/8080",), ("TCP/127.0.0.1/8080",), conflict),
     case("different host ip", ("TCP/127.0.0.1/8080",), ("TCP/127.0.0.2/8080",)),
     case("different protocol", ("UDP/127.0.0.1/8080",), ("TCP/127.0.0.1/8080",)),
-    case("second udp port conflict", ("UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"), ("UDP/127.0.0.1/8080",), conflict),
+    case(
+        "second udp port conflict",
+        ("UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"),
+        ("UDP/127.0.0.1/8080",),
+        conflict,
+    ),
     case(
         "first tcp port conflict",
         ("TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"),
         ("TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"),
         conflict,
     ),
-    case("first tcp port conflict due to 0.0.0.0 hostIP", ("TCP/0.0.0.0/8001",), ("TCP/127.0.0.1/8001",), conflict),
+    case(
+        "first tcp port conflict due to 0.0.0.0 hostIP",
+        ("TCP/0.0.0.0/8001",),
+        ("TCP/127.0.0.1/8001",),
+        conflict,
+    ),
     case(
         "TCP hostPort conflict due to 0.0.0.0 hostIP",
         ("TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"),
         ("TCP/127.0.0.1/8001",),
         conflict,
     ),
-    case("second tcp port conflict to 0.0.0.0 hostIP", ("TCP/127.0.0.1/8001",), ("TCP/0.0.0.0/8001",), conflict),
+    case(
+        "second tcp port conflict to 0.0.0.0 hostIP", ("TCP/127.0.0.1/8001",), ("TCP/0.0.0.0/8001",), conflict
+    ),
     case("second different protocol", ("UDP/127.0.0.1/8001",), ("TCP/0.0.0.0/8001",)),
     case(
         "UDP hostPort conflict due to 0.0.0.0 hostIP",
