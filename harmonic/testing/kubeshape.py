@@ -83,6 +83,21 @@ _ORDER: dict[str, tuple[str, ...]] = {
         "resourceClaims",
         "resources",
     ),
+    "nodestatus": (
+        "capacity",
+        "allocatable",
+        "phase",
+        "conditions",
+        "addresses",
+        "daemonEndpoints",
+        "nodeInfo",
+        "images",
+        "volumesInUse",
+        "volumesAttached",
+        "config",
+        "runtimeHandlers",
+        "features",
+    ),
     "container": (
         "name",
         "image",
@@ -143,7 +158,8 @@ def _qos(containers: Sequence[Mapping[str, Any]]) -> str:
 
 def _container(c: Mapping[str, Any], mount: str) -> Obj:
     out = dict(c)
-    out.setdefault("resources", {})
+    res = out.get("resources") or {}
+    out["resources"] = _ordered(res, ("limits", "requests", "claims"))
     ports = [{**p, "protocol": p.get("protocol", "TCP")} for p in out.get("ports") or ()]
     if ports:
         out["ports"] = ports
@@ -259,10 +275,14 @@ def api_node(manifest: Mapping[str, Any], rv: int = 1000, images: int = 0) -> Ob
             "status": "False",
             "lastHeartbeatTime": _TIME,
             "lastTransitionTime": _TIME,
-            "reason": f"KubeletHasNo{t}" if t != "PIDPressure" else "KubeletHasSufficientPID",
-            "message": f"kubelet has no {t.lower()}",
+            "reason": reason,
+            "message": message,
         }
-        for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+        for t, reason, message in (
+            ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        )
     ]
     conditions.append(
         {
@@ -305,6 +325,7 @@ def api_node(manifest: Mapping[str, Any], rv: int = 1000, images: int = 0) -> Ob
     ]
     if listed:
         status["images"] = listed
+    status = _ordered(status, _ORDER["nodestatus"])
     return _ordered({"metadata": _meta(meta, uid, rv), "spec": spec, "status": status}, _ORDER["object"])
 
 
