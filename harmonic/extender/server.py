@@ -225,6 +225,8 @@ class ExtenderServer:
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((bind, port))
+        # Listening at once: connections made before uvicorn runs wait in the backlog, not refused.
+        self._sock.listen(2048)
         self.host = bind
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(
