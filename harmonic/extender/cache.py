@@ -19,6 +19,7 @@ verb can account a pod it has just bound before the informer reports it (``assum
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Mapping
@@ -57,6 +58,10 @@ class ClusterCache:
     # ------------------------------------------------------------------ sync state
     def mark_synced(self) -> None:
         """Called by the event source once its initial lists have been delivered."""
+        # The listed objects live as long as the process: moving them out of the collector's
+        # generations spares every later full collection from walking them again (pauses of tens of
+        # milliseconds with thousands of nodes, visible in the extender's tail latency).
+        gc.freeze()
         self._synced.set()
 
     @property

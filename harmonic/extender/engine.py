@@ -238,16 +238,15 @@ class Extender:
             return wire.encode_filter_result(error=err)
         for name in unknown:
             failed[name] = NODE_NOT_CACHED
-        passed = {n for n, ok in zip(known, passed_mask, strict=True) if ok}
+        passed = [known[i] for i in np.flatnonzero(passed_mask).tolist()]
         if args.nodes is not None:
+            keep = set(passed)
             return wire.encode_filter_result(
-                passed_nodes=[it.raw for it in args.nodes if it.name in passed],
+                passed_nodes=[it.raw for it in args.nodes if it.name in keep],
                 failed=failed,
                 unresolvable=unresolvable,
             )
-        return wire.encode_filter_result(
-            passed=[n for n in names if n in passed], failed=failed, unresolvable=unresolvable
-        )
+        return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
 
     def _prepare(self, args: wire.ExtenderArgs) -> str:
         """Bring the snapshot to the request (cache-less) or check the cache can answer; an error text."""
@@ -264,22 +263,19 @@ class Extender:
             return "the Harmonic extender's cluster cache has not synced yet"
         return ""
 
-    def _resolve(self, names: Iterable[str]) -> tuple[list[str], np.ndarray, list[str]]:
+    def _resolve(self, names: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
+        """(known names, their slots, unknown names), each name once, in request order."""
         snap = self.snapshot
-        known: list[str] = []
-        unknown: list[str] = []
-        slots: list[int] = []
-        seen: set[str] = set()
-        for n in names:
-            if n in seen:
-                continue
-            seen.add(n)
-            if snap.has_node(n):
-                known.append(n)
-                slots.append(snap.slot_of[n])
-            else:
-                unknown.append(n)
-        return known, np.asarray(slots, dtype=np.int64), unknown
+        uniq = list(dict.fromkeys(names)) if len(set(names)) != len(names) else names
+        slot_of = snap.slot_of
+        slots = np.asarray([slot_of.get(n, -1) for n in uniq], dtype=np.int64)
+        ok = slots >= 0
+        ok[ok] = snap.live[slots[ok]]
+        if ok.all():
+            return uniq, slots, []
+        known_at = np.flatnonzero(ok).tolist()
+        unknown = [uniq[i] for i in np.flatnonzero(~ok).tolist()]
+        return [uniq[i] for i in known_at], slots[ok], unknown
 
     def _run_filter(
         self, fw: Framework, pod: Pod, slots: np.ndarray, names: list[str]
@@ -334,8 +330,10 @@ class Extender:
                 raise ExtenderError(err)
             known, slots, _ = self._resolve(names)
             scores = self._run_score(fw, pod, slots)
+        if known is names:
+            return wire.encode_host_priorities(names, scores.tolist())
         by_name = dict(zip(known, scores.tolist(), strict=True))
-        return wire.encode_host_priorities(names, (by_name.get(n, 0) for n in names))
+        return wire.encode_host_priorities(names, [by_name.get(n, 0) for n in names])
 
     def _run_score(self, fw: Framework, pod: Pod, slots: np.ndarray) -> np.ndarray:
         if len(slots) == 0:

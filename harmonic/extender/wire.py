@@ -16,7 +16,7 @@ happens only for nodes not seen before (``NodeItem.key``), and the response echo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,27 +139,55 @@ class ExtenderArgs:
         return [n.name for n in self.nodes or ()]
 
 
+class _Args(msgspec.Struct):
+    """ExtenderArgs with kube-scheduler's exact key spelling: the one-pass fast path."""
+
+    Pod: msgspec.Raw = msgspec.Raw(b"null")
+    Nodes: _NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+_args = msgspec.json.Decoder(_Args)
+
+
 def decode_args(body: bytes) -> ExtenderArgs:
-    f = _fields(body, ("Pod", "Nodes", "NodeNames"))
-    pod = _pod(f.get("Pod"), "Pod")
-    names = _decode(_names, f.get("NodeNames"), "NodeNames")
-    nodes: list[NodeItem] | None = None
-    if not _is_null(f.get("Nodes")):
-        lst = _decode(_node_list, f.get("Nodes"), "Nodes")
-        nodes = []
-        for i, raw in enumerate(lst.items or ()):
-            head = _decode(_node_head, raw, f"Nodes.items[{i}]")
-            name = head.metadata.name
-            if not name:
-                raise WireError(f"Nodes.items[{i}].metadata.name: is required")
-            meta = head.metadata
-            key = (meta.uid, meta.resourceVersion) if meta.uid and meta.resourceVersion else None
-            nodes.append(NodeItem(name, raw, key))
+    try:
+        fast: _Args | None = _args.decode(body)
+    except msgspec.DecodeError:
+        fast = None
+    if fast is not None and not _is_null(fast.Pod):
+        pod = _pod(fast.Pod, "Pod")
+        names = fast.NodeNames
+        items = None if fast.Nodes is None else fast.Nodes.items or []
+    else:
+        # Other key spellings, or a body that is not the protocol's shape: slower, with field errors.
+        f = _fields(body, ("Pod", "Nodes", "NodeNames"))
+        pod = _pod(f.get("Pod"), "Pod")
+        names = _decode(_names, f.get("NodeNames"), "NodeNames")
+        lst = None if _is_null(f.get("Nodes")) else _decode(_node_list, f.get("Nodes"), "Nodes")
+        items = None if lst is None else lst.items or []
+    nodes = None if items is None else _node_items(items)
     if nodes is None and names is None:
         raise WireError("neither Nodes nor NodeNames is set: expected the candidate nodes")
     if nodes is not None and names is not None:
         raise WireError("both Nodes and NodeNames are set: expected exactly one")
     return ExtenderArgs(pod, nodes, names)
+
+
+def _node_items(items: list[msgspec.Raw]) -> list[NodeItem]:
+    out = []
+    decode = _node_head.decode
+    for i, raw in enumerate(items):
+        try:
+            meta = decode(raw).metadata
+        except msgspec.DecodeError:
+            _decode(_node_head, raw, f"Nodes.items[{i}]")
+            raise
+        if not meta.name:
+            raise WireError(f"Nodes.items[{i}].metadata.name: is required")
+        key = (meta.uid, meta.resourceVersion) if meta.uid and meta.resourceVersion else None
+        out.append(NodeItem(meta.name, raw, key))
+    return out
 
 
 def _pod(raw: msgspec.Raw | None, field: str) -> dict[str, Any]:
@@ -252,9 +280,14 @@ def encode_filter_result(
     )
 
 
-def encode_host_priorities(hosts: Iterable[str], scores: Iterable[int]) -> bytes:
+class _HostPriority(msgspec.Struct):
+    Host: str
+    Score: int
+
+
+def encode_host_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
     """HostPriorityList: ``[{"Host": name, "Score": 0..10}, ...]``."""
-    return _encoder.encode([{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)])
+    return _encoder.encode(list(map(_HostPriority, hosts, scores)))
 
 
 def encode_preemption_result(victims: Mapping[str, Victims]) -> bytes:
