@@ -2,6 +2,7 @@
 
     python benchmarks/extender.py --nodes 5000 --pods 200            # both modes
     python benchmarks/extender.py --mode names --init-pods 1000 --json
+    python benchmarks/extender.py --in-process                        # the verbs' compute, no HTTP
 
 The server runs in its own process (as it would in its own pod), started with the default profile:
 
@@ -54,10 +55,9 @@ def make_pod(name: str, node_name: str = "") -> dict[str, Any]:
     return api_pod(raw)
 
 
-def serve(mode: str, nodes: int, images: int, init_pods: int, ready: Any) -> None:
+def build_extender(mode: str, nodes: int, images: int, init_pods: int) -> Any:
     from harmonic.extender.cache import ClusterCache
     from harmonic.extender.engine import Extender
-    from harmonic.extender.server import ExtenderApp, ExtenderServer
     from harmonic.framework.config import load_config
     from harmonic.plugins.registry import default_registry
 
@@ -71,8 +71,13 @@ def serve(mode: str, nodes: int, images: int, init_pods: int, ready: Any) -> Non
         for i in range(init_pods):
             cache.on_pod(None, make_pod(f"init-{i}", ns[i % nodes]["metadata"]["name"]))
         cache.mark_synced()
-    ext = Extender(load_config(None, registry), registry, cache=cache)
-    server = ExtenderServer(ExtenderApp(ext), port=0)
+    return Extender(load_config(None, registry), registry, cache=cache)
+
+
+def serve(mode: str, nodes: int, images: int, init_pods: int, ready: Any) -> None:
+    from harmonic.extender.server import ExtenderApp, ExtenderServer
+
+    server = ExtenderServer(ExtenderApp(build_extender(mode, nodes, images, init_pods)), port=0)
     ready.put(server.port)
     server.run()
 
@@ -164,6 +169,43 @@ def run(mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: i
     }
 
 
+def run_in_process(
+    mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int
+) -> dict[str, Any]:
+    """The extender's own compute (decode, framework, encode), no HTTP: ``Extender.filter`` and
+    ``Extender.prioritize`` called directly with the same bodies."""
+    ext = build_extender(mode, nodes, images, init_pods)
+    node_objs = make_nodes(nodes, images) if mode == "nodes" else None
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    filt: list[float] = []
+    prio: list[float] = []
+    pair: list[float] = []
+    for k in range(warmup + pods):
+        p = make_pod(f"bench-{k}")
+        args = (
+            extender_args(p, nodes=node_objs) if node_objs is not None else extender_args(p, node_names=names)
+        )
+        body = marshal(args)
+        t = time.perf_counter()
+        ext.filter(body)
+        t1 = time.perf_counter()
+        ext.prioritize(body)
+        t2 = time.perf_counter()
+        if k >= warmup:
+            filt.append(t1 - t)
+            prio.append(t2 - t1)
+            pair.append(t2 - t)
+    return {
+        "mode": mode,
+        "in_process": True,
+        "nodes": nodes,
+        "pods": pods,
+        "filter": summary(filt),
+        "prioritize": summary(prio),
+        "pair": summary(pair),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=("names", "nodes", "both"), default="both")
@@ -172,14 +214,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--images", type=int, default=20, help="container images listed per node")
     ap.add_argument("--init-pods", type=int, default=1000, help="bound pods in the cache (names mode)")
+    ap.add_argument("--in-process", action="store_true", help="time the verbs without HTTP")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     modes = ("names", "nodes") if a.mode == "both" else (a.mode,)
     for mode in modes:
-        r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
-        kb = r["filter_request_bytes"] / 1024
+        if a.in_process:
+            r = run_in_process(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
+            where = "in-process"
+        else:
+            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
+            where = f"request {r['filter_request_bytes'] / 1024:,.0f} KiB"
         print(
-            f"{mode:5s} {r['nodes']} nodes, {r['pods']} pods, request {kb:,.0f} KiB: "
+            f"{mode:5s} {r['nodes']} nodes, {r['pods']} pods, {where}: "
             + "  ".join(
                 f"{verb} p50 {r[verb]['p50_ms']} p99 {r[verb]['p99_ms']} max {r[verb]['max_ms']} ms"
                 for verb in ("filter", "prioritize", "pair")
