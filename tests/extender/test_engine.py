@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harmonic.api.pod import Pod
 from harmonic.extender.engine import Extender, ExtenderError, extender_scores
@@ -49,6 +51,15 @@ class HalfScore(ScorePlugin, PreScorePlugin):
         return snap.label("score").integer_values()[0][slots] // 2
 
 
+class ClusterSize(ScorePlugin):
+    """Every node scores 10 per node in the snapshot: sensitive to nodes leaking between requests."""
+
+    NAME: ClassVar[str] = "ClusterSize"
+
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        return np.full(len(slots), min(100, 10 * snap.num_nodes), dtype=np.int64)
+
+
 class OnlyNodes(PreFilterPlugin):
     """PreFilter narrowing to the nodes listed in the pod's ``only`` annotation; ``reject`` rejects,
     ``error`` fails."""
@@ -66,7 +77,7 @@ class OnlyNodes(PreFilterPlugin):
         return (PreFilterResult(frozenset(only.split(","))) if only else None), None
 
 
-REGISTRY = in_tree_registry().merged([FixedScore, HalfScore, OnlyNodes])
+REGISTRY = in_tree_registry().merged([FixedScore, HalfScore, OnlyNodes, ClusterSize])
 
 
 def make(plugins: list[dict[str, Any]], **kwargs: Any) -> Extender:
@@ -217,3 +228,31 @@ def test_bad_pod_is_wire_error():
         bad = api_pod(pod("p").obj())
         bad["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
         ext.filter(marshal(extender_args(bad, nodes=nodes(0))))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    history=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), max_size=5),
+    final=st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True),
+)
+def test_cacheless_answers_do_not_depend_on_earlier_requests(history, final):
+    """Same request, same answer (DESIGN invariant 4): the reused snapshot holds exactly the current
+    request's nodes whatever came before."""
+    pool = [
+        api_node(node(f"n{i}").cap(cpu=str(1 + i % 3), memory=f"{2 + i}Gi").label("score", str(10 * i)).obj())
+        for i in range(6)
+    ]
+    p = pod("p").req(cpu="1500m", memory="3Gi").obj()
+
+    def extender() -> Extender:
+        return make(
+            [{"name": "NodeResourcesFit"}, {"name": "FixedScore", "weight": 2}, {"name": "ClusterSize"}]
+        )
+
+    used = extender()
+    for subset in history:
+        call(used, "filter", p, [pool[i] for i in subset])
+    fresh = extender()
+    request = [pool[i] for i in final]
+    for verb in ("filter", "prioritize"):
+        assert call(used, verb, p, request) == call(fresh, verb, p, request)
