@@ -121,12 +121,7 @@ def test_the_pod_itself_is_not_counted_on_its_nominated_node():
 
 def test_add_pod_extension_errors_abort_with_upstreams_message():
     fw, _, snap, _ = framework(["NodeResourcesFit", "test-plugin"], [nom("q", 10, "1", "n1")])
-    snap.set_node(
-        parse_pod
-        and __import__("harmonic.api.node", fromlist=["parse_node"]).parse_node(
-            node("n1").only(cpu="2", pods="10").label("error", "true").obj()
-        )
-    )
+    snap.set_node(parse_node(node("n1").only(cpu="2", pods="10").label("error", "true").obj()))
     p = parse_pod(pod("p").priority(1).obj())
     state = CycleState()
     fw.run_pre_filter(state, p, snap)
