@@ -510,3 +510,37 @@ def test_chunked_victim_selection_equals_node_by_node(sc):
         assert [list(d) for d in snap.pods] == before[1]
         results.append([(c.node, [p.name for p in c.victims], c.num_pdb_violations) for c in got])
     assert results[0] == results[1]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_preemption_evicts_only_lower_priority_pods_that_make_room_and_spares_budgets(sc):
+    """Whatever the cluster: victims have lower priority than the preemptor and all sit on the chosen
+    node; once they are gone the preemptor passes the filters there (nominated pods included); nothing is
+    evicted when no node can be made to fit; and the chosen node violates no more budgets than any other
+    candidate."""
+    fw, plugin, snap, handle = setup(
+        sc["nodes"], sc["pods"], ["NodeResourcesFit"], sc["args"], sc["pdbs"], sc["nominated"]
+    )
+    preemptor = parse_pod(sc["preemptor"])
+    state = CycleState()
+    fw.run_pre_filter(state, preemptor, snap)
+    offset, num = sc["offset"], plugin.calculate_num_candidates(snap.num_nodes)
+    candidates, _, _ = plugin.evaluator.dry_run_preemption(
+        state, preemptor, snap.order, handle.service("pdbs"), offset, num
+    )
+    plugin.offset_rand = lambda n: offset
+    every = {n.name: "Unschedulable" for _, n in snap.iter_nodes()}
+    result, _ = plugin.post_filter(state, preemptor, _diagnosis(snap, every))
+    evicted = handle.client.evicted
+    if result is None or not result.nominated_node_name:
+        assert evicted == [] and candidates == []
+        return
+    target = result.nominated_node_name
+    assert evicted and all(v.priority < preemptor.priority and v.node_name == target for v in evicted)
+    chosen = next(c for c in candidates if c.node == target)
+    assert chosen.num_pdb_violations == min(c.num_pdb_violations for c in candidates)
+    for v in evicted:
+        snap.remove_pod(v, target)
+    out, st = fw.run_filters_with_nominated_pods(state, preemptor, snap, np.asarray([snap.slot(target)]))
+    assert st is None and out.codes[0] == 0
