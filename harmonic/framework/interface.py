@@ -45,6 +45,9 @@ class Clock(Protocol):
 class PodNominator(Protocol):
     """Pods nominated to run on nodes (the ``"nominator"`` service; framework.PodNominator)."""
 
+    #: Changes whenever a nomination changes.
+    version: int
+
     def __len__(self) -> int: ...
 
     def nodes(self) -> list[str]: ...

@@ -289,24 +289,27 @@ class Evaluator:
 
         At most ``num_candidates`` of each kind are kept, and the walk stops once a non-violating
         candidate exists and ``num_candidates`` were kept in all. Nodes are handed to the plugin in
-        chunks: first as many as candidates are missing, doubling while nodes keep failing. The plugin
-        may evaluate a chunk lazily; results past the stopping point are ignored."""
+        chunks: first as many as candidates are missing, then as many as the success rate so far says
+        are needed for the rest. The plugin may evaluate a chunk lazily; results past the stopping point
+        are ignored."""
         snap = self.handle.snapshot
         order = np.concatenate((potential[offset:], potential[:offset])) if offset else potential
         clean: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[int, Status] = {}
         errors: list[str] = []
-        pos, size = 0, 0
+        pos = size = succeeded = 0
         while pos < len(order):
             missing = max(num_candidates - len(clean) - len(violating), 0 if clean else 1)
-            size = max(missing, 2 * size)
+            # Enough nodes for the missing candidates at the success rate seen so far.
+            size = max(missing, -(-missing * pos // succeeded) if succeeded else 2 * size)
             batch = order[pos : pos + size]
             pos += len(batch)
             selections = self.plugin.select_victims_on_nodes(state, pod, batch, pdbs)
             for slot, sel in zip(batch.tolist(), selections, strict=True):
                 name = snap.node(slot).name
                 if sel.status is None and sel.victims:
+                    succeeded += 1
                     kept = clean if sel.num_pdb_violations == 0 else violating
                     if len(kept) < num_candidates:
                         kept.append(Candidate(name, slot, sel.victims, sel.num_pdb_violations))

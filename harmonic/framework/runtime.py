@@ -86,6 +86,8 @@ class Framework:
         self.pre_bind_plugins = at("preBind", PreBindPlugin)
         self.bind_plugins = at("bind", BindPlugin)
         self.post_bind_plugins = at("postBind", PostBindPlugin)
+        self._nominated_key: tuple[int, int] | None = None
+        self._nominated: tuple[dict[int, str], np.ndarray] = ({}, np.zeros(0, dtype=np.int64))
 
     # ------------------------------------------------------------------ queue
     def events_to_register(self) -> dict[str, Sequence[EventWithHint]]:
@@ -220,22 +222,23 @@ class Framework:
         nominator = self._nominator()
         if nominator is None or len(nominator) == 0:
             return {}
-        names = nominator.nodes()
-        if len(slots) <= len(names):
-            pairs = [(int(s), snap.node(int(s)).name) for s in slots]
-        else:
-            wanted = set(slots.tolist())
-            slot_of = snap.slot_of
-            pairs = [(slot_of[n], n) for n in names if slot_of.get(n, -1) in wanted]
+        # Which slots have nominations is derived once per state of the nominations and nodes:
+        # filtering asks many times per cycle.
+        key = (nominator.version, snap.node_generation)
+        if self._nominated_key != key:
+            names = {snap.slot_of[n]: n for n in nominator.nodes() if snap.has_node(n)}
+            self._nominated = (names, np.fromiter(names, dtype=np.int64, count=len(names)))
+            self._nominated_key = key
+        names, nominated_slots = self._nominated
         out: dict[int, list[Pod]] = {}
-        for slot, name in pairs:
+        for s in slots[np.isin(slots, nominated_slots)].tolist():
             pods = [
                 p
-                for p in nominator.nominated_pods_for_node(name)
+                for p in nominator.nominated_pods_for_node(names[s])
                 if p.priority >= pod.priority and p.uid != pod.uid
             ]
             if pods:
-                out[slot] = pods
+                out[s] = pods
         return out
 
     def run_filters_with_nominated_pods(
@@ -307,7 +310,7 @@ class Framework:
             added = _add_in_place(snap, [(slot, nominated[slot])])
             try:
                 st = None
-                for p, _ in added:
+                for _, p in added:
                     st = self.run_pre_filter_extension_add_pod(copy, pod, p, slot)
                     if st is not None:
                         break
@@ -495,24 +498,13 @@ class Framework:
         return self.plugins[name]
 
 
-def _add_in_place(snap: Snapshot, per_slot: list[tuple[int, list[Pod]]]) -> list[tuple[Pod, str]]:
+def _add_in_place(snap: Snapshot, per_slot: list[tuple[int, list[Pod]]]) -> list[tuple[int, Pod]]:
     """Account pods on nodes of the shared snapshot for a what-if evaluation; ``_remove_in_place`` undoes
-    it (pods appended last, removed first, so each node's pod order is unchanged afterwards)."""
-    added: list[tuple[Pod, str]] = []
-    try:
-        for slot, pods in per_slot:
-            name = snap.node(slot).name
-            on_node = snap.pods[slot]
-            for p in pods:
-                if p.uid not in on_node:
-                    snap.add_pod(p, name)
-                    added.append((p, name))
-    except BaseException:
-        _remove_in_place(snap, added)
-        raise
+    it (pods appended last, removed again, so each node's pod order is unchanged afterwards)."""
+    added = [(slot, p) for slot, pods in per_slot for p in pods if p.uid not in snap.pods[slot]]
+    snap.add_pods_at(added)
     return added
 
 
-def _remove_in_place(snap: Snapshot, added: list[tuple[Pod, str]]) -> None:
-    for p, name in reversed(added):
-        snap.remove_pod(p, name)
+def _remove_in_place(snap: Snapshot, added: list[tuple[int, Pod]]) -> None:
+    snap.remove_pods_at(added)

@@ -17,6 +17,8 @@ def format_result(r: PerfResult) -> str:
         f"  scheduled {r.scheduled}/{r.measured_pods} in {r.seconds:.2f} s: {r.pods_per_second:,.0f} pods/s\n"
         f"  per-pod latency from measured start to bind: p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms\n"
         f"  per-attempt duration: p50 {r.attempt_p50_ms:.3f} ms, p99 {r.attempt_p99_ms:.3f} ms\n"
+        f"  failed attempts (PostFilter ran): {r.unschedulable_attempts},"
+        f" p50 {r.failed_attempt_p50_ms:.3f} ms, p99 {r.failed_attempt_p99_ms:.3f} ms\n"
         f"  peak RSS {r.peak_rss_mb:.0f} MB"
     )
 

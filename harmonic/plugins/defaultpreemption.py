@@ -173,14 +173,14 @@ class DefaultPreemption(PostFilterPlugin):
         if not potential:
             return VictimSelection([], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS))
         one = np.asarray([slot], dtype=np.int64)
-        with _Removals(snap, {slot: potential}) as removals:
+        with _Removals(snap, [slot]) as removals:
 
             def filter_ok() -> Status | None:
                 out, st = runner.run_filters_with_nominated_pods(state, pod, snap, one)
                 return st if st is not None else _status_at(out, 0)
 
             for p in potential:
-                removals.remove(slot, p)
+                removals.remove([(slot, p)])
                 st = runner.run_pre_filter_extension_remove_pod(state, pod, p, slot)
                 if st is not None:
                     return VictimSelection([], 0, st)
@@ -191,13 +191,13 @@ class DefaultPreemption(PostFilterPlugin):
             victims: list[Pod] = []
             num_violating = 0
             for p, is_violating in [(p, True) for p in violating] + [(p, False) for p in others]:
-                removals.restore(slot, p)
+                removals.restore([(slot, p)])
                 st = runner.run_pre_filter_extension_add_pod(state, pod, p, slot)
                 if st is not None:
                     return VictimSelection([], 0, st)
                 if filter_ok() is None:
                     continue
-                removals.remove(slot, p)
+                removals.remove([(slot, p)])
                 st = runner.run_pre_filter_extension_remove_pod(state, pod, p, slot)
                 if st is not None:
                     return VictimSelection([], 0, st)
@@ -214,64 +214,65 @@ class DefaultPreemption(PostFilterPlugin):
         node-by-node walk when a filter errors, so errors are attributed to the right node."""
         snap: Snapshot = self.handle.snapshot
         runner = self.handle.runner
-        results: list[VictimSelection | None] = [None] * len(slots)
+        slot_list = slots.tolist()
+        results: list[VictimSelection | None] = [None] * len(slot_list)
         potential: dict[int, list[Pod]] = {}
-        for i, slot in enumerate(slots.tolist()):
-            node = snap.node(slot)
-            pv = [p for p in snap.pods_on(slot) if self._may_preempt(node, p, pod)]
+        no_victims = VictimSelection([], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS))
+        priority = pod.priority
+        for i, slot in enumerate(slot_list):
+            if self.is_eligible_pod is None:
+                pv = [p for p in snap.pods[slot].values() if p.priority < priority]
+            else:
+                node = snap.node(slot)
+                pv = [p for p in snap.pods[slot].values() if self._may_preempt(node, p, pod)]
             if pv:
                 potential[i] = pv
             else:
-                results[i] = VictimSelection([], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS))
-        if not potential:
-            return [r for r in results if r is not None]
-        with _Removals(snap, {int(slots[i]): pv for i, pv in potential.items()}) as removals:
-            for i, pv in potential.items():
-                for p in pv:
-                    removals.remove(int(slots[i]), p)
+                results[i] = no_victims
+        errored = False
+        with _Removals(snap, (slot_list[i] for i in potential)) as removals:
+            removals.remove([(slot_list[i], p) for i, pv in potential.items() for p in pv])
             active = list(potential)
             out, st = runner.run_filters_with_nominated_pods(state, pod, snap, slots[active])
-            if st is not None:
-                errored = True
-            else:
-                errored = False
-                survivors = []
+            survivors: list[int] = []
+            if st is None:
+                shared: dict[tuple[int, int, int], VictimSelection] = {}
                 for j, i in enumerate(active):
-                    failed = _status_at(out, j)
-                    if failed is None:
+                    code = int(out.codes[j])
+                    if code == 0:
                         survivors.append(i)
-                    else:
-                        results[i] = VictimSelection([], 0, failed)
-                order = {i: self._reprieve_order(potential[i], pdbs) for i in survivors}
-                sequence = {i: order[i][0] + order[i][1] for i in survivors}
-                victims: dict[int, list[Pod]] = {i: [] for i in survivors}
-                num_violating = dict.fromkeys(survivors, 0)
-                k = 0
-                while not errored:
-                    turn = [i for i in survivors if k < len(sequence[i])]
-                    if not turn:
-                        break
-                    for i in turn:
-                        removals.restore(int(slots[i]), sequence[i][k])
-                    out, st = runner.run_filters_with_nominated_pods(state, pod, snap, slots[turn])
-                    if st is not None:
-                        errored = True
-                        break
-                    for j, i in enumerate(turn):
-                        if out.codes[j] != 0:
-                            p = sequence[i][k]
-                            removals.remove(int(slots[i]), p)
-                            victims[i].append(p)
-                            num_violating[i] += k < len(order[i][0])
-                    k += 1
-                if not errored:
-                    for i in survivors:
-                        violating, others = order[i]
-                        results[i] = VictimSelection(
-                            self._final_order(victims[i], violating, others), num_violating[i]
-                        )
+                        continue
+                    why = (code, int(out.reason_ids[j]), int(out.plugin_ids[j]))
+                    if why not in shared:
+                        shared[why] = VictimSelection([], 0, _status_at(out, j))
+                    results[i] = shared[why]
+            else:
+                errored = True
+            order = {i: self._reprieve_order(potential[i], pdbs) for i in survivors}
+            sequence = {i: order[i][0] + order[i][1] for i in survivors}
+            victims: dict[int, list[Pod]] = {i: [] for i in survivors}
+            num_violating = dict.fromkeys(survivors, 0)
+            k = 0
+            while not errored:
+                turn = [i for i in survivors if k < len(sequence[i])]
+                if not turn:
+                    break
+                removals.restore([(slot_list[i], sequence[i][k]) for i in turn])
+                out, st = runner.run_filters_with_nominated_pods(state, pod, snap, slots[turn])
+                if st is not None:
+                    errored = True
+                    break
+                rejected = [turn[j] for j in np.flatnonzero(out.codes).tolist()]
+                removals.remove([(slot_list[i], sequence[i][k]) for i in rejected])
+                for i in rejected:
+                    victims[i].append(sequence[i][k])
+                    num_violating[i] += k < len(order[i][0])
+                k += 1
         if errored:
             return list(self._select_one_by_one(state, pod, slots, pdbs))
+        for i in survivors:
+            violating, others = order[i]
+            results[i] = VictimSelection(self._final_order(victims[i], violating, others), num_violating[i])
         return [r for r in results if r is not None]
 
     # ------------------------------------------------------------------ helpers
@@ -306,31 +307,31 @@ class _Removals:
     """Pods taken off nodes of the shared snapshot for a what-if evaluation. On exit every pod still
     removed is put back and each node's pod order restored, whatever happened in between."""
 
-    def __init__(self, snap: Snapshot, pods_by_slot: dict[int, list[Pod]]) -> None:
+    def __init__(self, snap: Snapshot, slots: Iterable[int]) -> None:
         self._snap = snap
-        self._order = {slot: dict(snap.pods[slot]) for slot in pods_by_slot}
-        self._out: dict[int, dict[str, Pod]] = {slot: {} for slot in pods_by_slot}
+        self._order = {slot: dict(snap.pods[slot]) for slot in slots}
+        self._out: dict[int, dict[str, Pod]] = {slot: {} for slot in self._order}
 
     def __enter__(self) -> _Removals:
         return self
 
-    def remove(self, slot: int, pod: Pod) -> None:
-        self._snap.remove_pod(pod, self._snap.node(slot).name)
-        self._out[slot][pod.uid] = pod
+    def remove(self, pods: list[tuple[int, Pod]]) -> None:
+        self._snap.remove_pods_at(pods)
+        for slot, pod in pods:
+            self._out[slot][pod.uid] = pod
 
-    def restore(self, slot: int, pod: Pod) -> None:
-        del self._out[slot][pod.uid]
-        self._snap.add_pod(pod, self._snap.node(slot).name)
+    def restore(self, pods: list[tuple[int, Pod]]) -> None:
+        for slot, pod in pods:
+            del self._out[slot][pod.uid]
+        self._snap.add_pods_at(pods)
 
     def __exit__(self, *exc: object) -> None:
         snap = self._snap
-        for slot, out in self._out.items():
-            name = snap.node(slot).name
-            for pod in out.values():
-                snap.add_pod(pod, name)
+        snap.add_pods_at([(slot, pod) for slot, out in self._out.items() for pod in out.values()])
+        for slot, order in self._order.items():
             on_node = snap.pods[slot]
             on_node.clear()
-            on_node.update(self._order[slot])
+            on_node.update(order)
 
 
 def _status_at(out: FilterOutcome, i: int) -> Status | None:

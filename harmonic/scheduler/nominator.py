@@ -20,12 +20,14 @@ from harmonic.api.pod import Pod
 class Nominator:
     """node name -> nominated pods (in nomination order), and pod uid -> node name."""
 
-    __slots__ = ("_by_node", "_node_of", "_pods")
+    __slots__ = ("_by_node", "_node_of", "_pods", "version")
 
     def __init__(self) -> None:
         self._by_node: dict[str, list[str]] = {}
         self._node_of: dict[str, str] = {}
         self._pods: dict[str, Pod] = {}
+        #: Bumped on every change, so readers may cache what they derived from the nominations.
+        self.version = 0
 
     def __len__(self) -> int:
         return len(self._node_of)
@@ -51,6 +53,7 @@ class Nominator:
         node = pod.nominated_node_name if nominated is None else nominated
         if not node:
             return
+        self.version += 1
         self._node_of[pod.uid] = node
         self._pods[pod.uid] = pod
         self._by_node.setdefault(node, []).append(pod.uid)
@@ -68,6 +71,7 @@ class Nominator:
         node = self._node_of.pop(pod.uid, None)
         if node is None:
             return
+        self.version += 1
         del self._pods[pod.uid]
         uids = self._by_node[node]
         uids.remove(pod.uid)
