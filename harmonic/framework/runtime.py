@@ -86,8 +86,8 @@ class Framework:
         self.pre_bind_plugins = at("preBind", PreBindPlugin)
         self.bind_plugins = at("bind", BindPlugin)
         self.post_bind_plugins = at("postBind", PostBindPlugin)
-        self._nominated_key: tuple[int, int] | None = None
-        self._nominated: tuple[dict[int, str], np.ndarray] = ({}, np.zeros(0, dtype=np.int64))
+        self._nominated_key: tuple[int, int, str, int] | None = None
+        self._nominated: tuple[dict[int, str], np.ndarray, dict[int, list[Pod]]] = ({}, np.zeros(0, bool), {})
 
     # ------------------------------------------------------------------ queue
     def events_to_register(self) -> dict[str, Sequence[EventWithHint]]:
@@ -222,21 +222,25 @@ class Framework:
         nominator = self._nominator()
         if nominator is None or len(nominator) == 0:
             return {}
-        # Which slots have nominations is derived once per state of the nominations and nodes:
-        # filtering asks many times per cycle.
-        key = (nominator.version, snap.node_generation)
+        # Filtering asks many times per cycle (and per preemption dry-run round): derive the nominated
+        # slots once per state of the nominations and nodes, and each slot's pods once per pod.
+        key = (nominator.version, snap.node_generation, pod.uid, pod.priority)
         if self._nominated_key != key:
             names = {snap.slot_of[n]: n for n in nominator.nodes() if snap.has_node(n)}
-            self._nominated = (names, np.fromiter(names, dtype=np.int64, count=len(names)))
+            mask = np.zeros(snap.capacity, dtype=bool)
+            mask[list(names)] = True
+            self._nominated = (names, mask, {})
             self._nominated_key = key
-        names, nominated_slots = self._nominated
+        names, mask, memo = self._nominated
         out: dict[int, list[Pod]] = {}
-        for s in slots[np.isin(slots, nominated_slots)].tolist():
-            pods = [
-                p
-                for p in nominator.nominated_pods_for_node(names[s])
-                if p.priority >= pod.priority and p.uid != pod.uid
-            ]
+        for s in slots[mask[slots]].tolist():
+            pods = memo.get(s)
+            if pods is None:
+                pods = memo[s] = [
+                    p
+                    for p in nominator.nominated_pods_for_node(names[s])
+                    if p.priority >= pod.priority and p.uid != pod.uid
+                ]
             if pods:
                 out[s] = pods
         return out
@@ -250,7 +254,9 @@ class Framework:
         nominated = self.nominated_pods_on(snap, pod, slots)
         if not nominated:
             return self.run_filters(state, pod, snap, slots)
-        is_special = np.isin(slots, np.fromiter(nominated, dtype=np.int64, count=len(nominated)))
+        is_special = np.zeros(snap.capacity, dtype=bool)
+        is_special[list(nominated)] = True
+        is_special = is_special[slots]
         parts: list[tuple[np.ndarray, FilterOutcome]] = []
         plain_at = np.flatnonzero(~is_special)
         if len(plain_at):
