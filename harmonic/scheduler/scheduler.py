@@ -452,21 +452,9 @@ class Scheduler:
                 diagnosis.unschedulable_plugins.add(st.plugin)
             return None, st, diagnosis
 
-        # A pod nominated by an earlier preemption most likely fits only there: try that node first
-        # (evaluateNominatedNode; PreFilter's node subset does not apply to it).
-        nominated_failed: FilterOutcome | None = None
-        nnn = pod.nominated_node_name
-        if nnn and snap.has_node(nnn):
-            one = np.asarray([snap.slot(nnn)], dtype=np.int64)
-            if not fw.filter_plugins:
-                return _Fit(int(one[0]), 1, 1), None, None
-            outcome, st = fw.run_filters_with_nominated_pods(state, pod, snap, one)
-            if st is not None:
-                log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
-            elif outcome.codes[0] == 0:
-                return _Fit(int(one[0]), 1, 1), None, None
-            else:
-                nominated_failed = outcome
+        fit, nominated_failed = self._evaluate_nominated_node(fw, state, pod)
+        if fit is not None:
+            return fit, None, None
 
         candidates = all_slots
         if pre is not None and pre.node_names is not None:
@@ -506,6 +494,27 @@ class Scheduler:
         ties = np.flatnonzero(total == best)
         pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
         return _Fit(int(feasible[pick]), evaluated, len(feasible)), None, None
+
+    def _evaluate_nominated_node(
+        self, fw: Framework, state: CycleState, pod: Pod
+    ) -> tuple[_Fit | None, FilterOutcome | None]:
+        """evaluateNominatedNode: a pod nominated by an earlier preemption most likely fits only there,
+        so that node is tried first (PreFilter's node subset does not apply to it). Returns the fit, or
+        the node's failed filter outcome, or neither (no usable nomination, or an error, logged)."""
+        snap = self.cache.snapshot
+        nnn = pod.nominated_node_name
+        if not nnn or not snap.has_node(nnn):
+            return None, None
+        one = np.asarray([snap.slot(nnn)], dtype=np.int64)
+        if not fw.filter_plugins:
+            return _Fit(int(one[0]), 1, 1), None
+        outcome, st = fw.run_filters_with_nominated_pods(state, pod, snap, one)
+        if st is not None:
+            log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
+            return None, None
+        if outcome.codes[0] == 0:
+            return _Fit(int(one[0]), 1, 1), None
+        return None, outcome
 
     def _find_feasible(
         self, fw: Framework, state: CycleState, pod: Pod, candidates: np.ndarray, diagnosis: Diagnosis
