@@ -229,3 +229,23 @@ def test_preemption_only_evicts_lower_priority_pods_within_budgets(scenario):
     # No node is committed beyond its capacity, counting assumed pods.
     snap = h.scheduler.cache.snapshot
     assert (snap.requested[: snap.capacity] <= snap.allocatable[: snap.capacity]).all() or not snap.num_nodes
+
+
+def test_preempting_for_a_host_port():
+    import pytest
+
+    from harmonic.plugins.registry import default_registry
+
+    if "NodePorts" not in default_registry():
+        pytest.skip("NodePorts is not implemented yet")
+    h = Harness()
+    h.add_nodes([node("n1").obj(), node("n2").obj()])
+    h.add_pods(
+        [pod("a").host_port(80).node("n1").obj(), pod("b").priority(50).host_port(80).node("n2").obj()]
+    )
+    h.schedule()
+    h.add_pods([pod("web").priority(100).host_port(80).obj()])
+    h.settle(5)
+    # Both nodes free the port by evicting one pod; the lower victim priority decides.
+    assert preempted(h) == ["a"]
+    assert h.placement()["default/web"] == "n1"
