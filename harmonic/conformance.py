@@ -109,14 +109,6 @@ def build(
     cls = registry[name]
     raw_args = {k: v for k, v in (case.get("args") or {}).items() if k not in ("apiVersion", "kind")}
     args = args_model(cls).model_validate(raw_args)
-    snap, names = _snapshot(case)
-    pod = parse_pod(case["pod"])
-    plugin = cls(args, _Handle(snap, case.get("services") or {}))
-    return plugin, pod, snap, names
-
-
-def _snapshot(case: Mapping[str, Any]) -> tuple[Snapshot, list[str]]:
-    """A snapshot of the case's nodes and existing pods, and the node names in case order."""
     snap = Snapshot()
     names = []
     for raw in case.get("nodes") or ():
@@ -137,7 +129,9 @@ def _snapshot(case: Mapping[str, Any]) -> tuple[Snapshot, list[str]]:
         if not p.node_name:
             raise ValueError(f"existing pod {p.key} has no spec.nodeName")
         snap.add_pod(p, p.node_name)
-    return snap, names
+    pod = parse_pod(case["pod"])
+    plugin = cls(args, _Handle(snap, case.get("services") or {}))
+    return plugin, pod, snap, names
 
 
 def _status(code: Code, reasons: tuple[str, ...]) -> dict[str, Any]:
@@ -222,7 +216,10 @@ def preemption_setup(
             }
         ]
     }
-    snap, _ = _snapshot(case)
+    # The case's snapshot, as single-plugin cases build it (the plugin and pod built with it are unused).
+    _, _, snap, _ = build(
+        {**case, "pod": {"metadata": {"name": "-"}, "spec": {"containers": [{}]}}}, registry
+    )
     nominator = Nominator()
     for raw in case.get("nominatedPods") or ():
         nominator.add(parse_pod(raw))

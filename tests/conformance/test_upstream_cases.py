@@ -2,8 +2,8 @@
 
 Cases come from ``tests/conformance/upstream`` (a copy of the shared set) and, when present, from the
 shared folder itself (``$HARMONIC_SHARED_CONFORMANCE`` or ``../shared/conformance``), which may hold
-newer cases; a file there takes precedence over the copy with the same name. Cases translated here from
-upstream's Go test tables live in ``tests/conformance/translated`` (schema additions in its README).
+newer cases; a file there takes precedence over the copy with the same name. Cases we translated from
+upstream's Go test tables ourselves live in ``tests/conformance/translated``.
 """
 
 from __future__ import annotations
