@@ -40,11 +40,10 @@ from harmonic.scheduler.nominator import Nominator
 
 
 class _NullClient:
-    """Accepts every call and remembers evictions and nominations (for preemption cases)."""
+    """Accepts every call and remembers evictions (for preemption cases)."""
 
     def __init__(self) -> None:
         self.evicted: list[Pod] = []
-        self.nominated: dict[str, str] = {}
 
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         return None
@@ -54,7 +53,6 @@ class _NullClient:
         return None
 
     def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
-        self.nominated[pod.key] = node_name
         return None
 
 

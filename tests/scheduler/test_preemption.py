@@ -3,9 +3,15 @@ cluster, nominated pods keep their room, and the preemptor lands on its nominate
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harmonic.framework.interface import PermitPlugin
+from harmonic.framework.status import Code, Status
+from harmonic.plugins.registry import default_registry
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness
 
@@ -232,10 +238,6 @@ def test_preemption_only_evicts_lower_priority_pods_within_budgets(scenario):
 
 
 def test_preempting_for_a_host_port():
-    import pytest
-
-    from harmonic.plugins.registry import default_registry
-
     if "NodePorts" not in default_registry():
         pytest.skip("NodePorts is not implemented yet")
     h = Harness()
@@ -249,3 +251,25 @@ def test_preempting_for_a_host_port():
     # Both nodes free the port by evicting one pod; the lower victim priority decides.
     assert preempted(h) == ["a"]
     assert h.placement()["default/web"] == "n1"
+
+
+class _WaitForever(PermitPlugin):
+    NAME: ClassVar[str] = "WaitForever"
+
+    def permit(self, state, pod, node_name):
+        return Status(Code.WAIT), 600.0
+
+
+def test_a_victim_waiting_at_permit_is_rejected_not_evicted():
+    registry = default_registry().merged([_WaitForever])
+    config = {"profiles": [{"plugins": {"permit": {"enabled": [{"name": "WaitForever"}]}}}]}
+    h = Harness(config, registry)
+    h.add_nodes([node("n1").cap(cpu="1").obj()])
+    h.add_pods([low("waiter")])
+    h.schedule()
+    assert h.scheduler.waiting_pods.keys() == {"uid-waiter"}
+    h.add_pods([pod("high").priority(100).req(cpu="1").obj()])
+    h.schedule()
+    assert preempted(h) == []
+    assert "default/waiter" in h.cluster.pods and not h.scheduler.waiting_pods
+    assert nominated_node(h, "high") == "n1"
