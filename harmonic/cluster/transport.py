@@ -260,6 +260,7 @@ class Transport:
         target = self.url(path, query)
         timeout = timeout or self.timeout
         status, payload = 0, b""
+        auth_retried = False
         for attempt in range(3):
             conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
             reused = conn is not None
@@ -289,7 +290,8 @@ class Transport:
                 if conn is not None:
                     self._drop(conn)
                 raise TransportError(f"{method} {path}: {e or type(e).__name__}") from None
-            if status == 401 and attempt < 2:
+            if status == 401 and not auth_retried:
+                auth_retried = True
                 self._forget_auth()  # the cached token may have expired: fetch a fresh one, once
                 continue
             break

@@ -742,6 +742,10 @@ class _App:
             return await self.admin(request)
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
+        route = _route(path)
+        if route is not None:
+            self.state.stats.requests[_request_label(request, route)] += 1
+        self.state.stats.by_agent[agent] += 1
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
             return _json(ApiError(401, "Unauthorized", "Unauthorized").status(), 401)
         fault = self.state.fault_for(request.method, path, agent)
@@ -771,18 +775,7 @@ class _App:
         st = self.state
         rt, q = route.rt, request.query
         sub = f"/{route.sub}" if route.sub else ""
-        watching = request.method == "GET" and route.name is None and q.get("watch") in ("1", "true")
-        verb = (
-            "watch"
-            if watching
-            else (
-                "list"
-                if request.method == "GET" and route.name is None
-                else _VERBS.get(request.method, request.method)
-            )
-        )
-        st.stats.requests[f"{verb} {rt.id}{sub}"] += 1
-        st.stats.by_agent[agent] += 1
+        watching = _is_watch(request, route)
         if watching:
             return await self.watch(request, route, agent)
         if route.name is None:
@@ -859,7 +852,7 @@ class _App:
                 await resp.write(line)
                 w.sent += 1
             await resp.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass
         finally:
             with contextlib.suppress(ValueError):
@@ -885,6 +878,21 @@ class _App:
         if action == "bound" and request.method == "GET":
             return _json({"bound": st.bound_pods, "pods": len(st.objects["pods"])})
         raise web.HTTPNotFound()
+
+
+def _is_watch(request: web.Request, route: _Route) -> bool:
+    return request.method == "GET" and route.name is None and request.query.get("watch") in ("1", "true")
+
+
+def _request_label(request: web.Request, route: _Route) -> str:
+    """``verb resource[/subresource]``, e.g. ``create pods/binding`` or ``watch nodes``."""
+    if _is_watch(request, route):
+        verb = "watch"
+    elif request.method == "GET" and route.name is None:
+        verb = "list"
+    else:
+        verb = _VERBS.get(request.method, request.method)
+    return f"{verb} {route.rt.id}{'/' + route.sub if route.sub else ''}"
 
 
 def _bookmark(rt: ResourceType, rv: int) -> bytes:
@@ -1002,7 +1010,13 @@ class ApiServerDouble:
             for ns in DEFAULT_NAMESPACES:
                 self._state.create(_BY_ID["namespaces"], None, {"metadata": {"name": ns}})
             self._app = _App(self._state, self.token)
-            self._runner = web.AppRunner(self._app.build(), access_log=None, shutdown_timeout=0.5)
+            self._runner = web.AppRunner(
+                self._app.build(),
+                access_log=None,
+                shutdown_timeout=0.5,
+                # A request whose client went away is abandoned, as kube-apiserver cancels its context.
+                handler_cancellation=True,
+            )
             await self._runner.setup()
             site = web.TCPSite(self._runner, "127.0.0.1", self._port)
             await site.start()
