@@ -142,7 +142,8 @@ def run(
     from harmonic.cluster.transport import ClientConfigError, Transport, load_client
     from harmonic.plugins.registry import default_registry
 
-    logs.configure(logging.getLogger().level, log_format == "json")
+    # A server logs what it does by default (info); -vv adds debug.
+    logs.configure(min(logging.getLogger().level, logging.INFO), log_format == "json")
     try:
         cfg = _load(config_path)
     except ConfigError as e:

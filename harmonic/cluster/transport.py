@@ -5,9 +5,10 @@ auth-provider credential plugins with refresh) and in-cluster service-account co
 rotation); ``Transport`` takes from it the server address, the TLS settings and the Authorization
 header. Two of its parts are not used, by measurement (``benchmarks/k8s_client_cost.py``):
 
-- its typed models: decoding a pod into them costs 0.25-0.75 ms, a scheduling cycle or more, so
+- its typed models: decoding a pod into them costs 0.25-1.3 ms (vs ~0.05-0.1 ms for the JSON itself),
+  a scheduling cycle or more, so
   bodies stay JSON and are compiled straight into Harmonic's views (``harmonic.api``);
-- its urllib3 request path: it costs ~2x the CPU of a plain ``http.client`` request per call (it
+- its urllib3 request path: it costs 2-3x the CPU of a plain ``http.client`` request per call (it
   sends headers and body in separate writes, and re-reads the whole configuration to get the token),
   and a scheduler makes one or two calls per pod. Requests go over one persistent ``http.client``
   connection per thread instead, with TLS from the same configuration; the Authorization header is
