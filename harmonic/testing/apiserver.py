@@ -308,6 +308,8 @@ class Stats:
     by_agent: Counter[str] = field(default_factory=Counter)
     bindings: list[Binding] = field(default_factory=list)
     binding_conflicts: int = 0
+    #: Every distinct (method, path?query) received, to check clients against RBAC rules.
+    calls: set[tuple[str, str]] = field(default_factory=set)
 
     def as_dict(self) -> Obj:
         return {
@@ -746,6 +748,7 @@ class _App:
         if route is not None:
             self.state.stats.requests[_request_label(request, route)] += 1
         self.state.stats.by_agent[agent] += 1
+        self.state.stats.calls.add((request.method, request.path_qs))
         if self.token is not None and request.headers.get("Authorization") != f"Bearer {self.token}":
             return _json(ApiError(401, "Unauthorized", "Unauthorized").status(), 401)
         fault = self.state.fault_for(request.method, path, agent)
