@@ -3,8 +3,8 @@
     python benchmarks/live_scheduler.py --nodes 5000 --pods 10000
 
 The double runs in its own process (as an API server would); the scheduler runs here exactly as
-``harmonic run`` does (``LiveScheduler``: informers, leader election, thread-pool binder, Events,
-status patches, metrics), with ``clientConnection`` qps/burst lifted as scheduler_perf does (the
+``harmonic run`` does (``tune_process`` and ``LiveScheduler``: informers, leader election,
+thread-pool binder, Events, status patches, metrics), with ``clientConnection`` qps/burst lifted as scheduler_perf does (the
 defaults, 50/100, would cap binding at 50 pods/s). Nodes (scheduler_perf's node-default) are created
 and synced first; then all measured pods (pod-default, ``schedulerName: harmonic``) are created in
 one bulk call. Measured: pods/s from that call to the last pod bound (polled from the server), and
@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from harmonic.cluster.kube import LiveScheduler
+from harmonic.cluster.kube import LiveScheduler, tune_process
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import load_config
 from harmonic.perf.templates import named, node_template, pod_template
@@ -108,6 +108,7 @@ def main() -> int:
             burst=cfg.client_connection.burst,
             user_agent="harmonic-benchmark",
         )
+        tune_process()
         live = LiveScheduler(cfg, default_registry(), transport, bind_workers=args.bind_workers)
         runner = threading.Thread(target=live.run, name="live", daemon=True)
         runner.start()

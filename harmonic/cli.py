@@ -138,7 +138,7 @@ def run(
 
     from harmonic import logs
     from harmonic.cluster.health import HealthServer
-    from harmonic.cluster.kube import LiveScheduler
+    from harmonic.cluster.kube import LiveScheduler, tune_process
     from harmonic.cluster.transport import ClientConfigError, Transport, load_client
     from harmonic.plugins.registry import default_registry
 
@@ -168,6 +168,7 @@ def run(
         burst=cfg.client_connection.burst,
         user_agent=f"harmonic/{__version__} (scheduler)",
     )
+    tune_process()
     live = LiveScheduler(cfg, default_registry(), transport, identity=identity)
     server = None
     if metrics_port:
