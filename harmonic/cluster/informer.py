@@ -18,7 +18,21 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
 - handlers run after the store is updated; an exception in a handler is logged, never fatal.
 
 This module knows nothing about scheduling: the live scheduler (``cluster/kube.py``) and the
-extender's node cache use it alike. ``PODS``, ``NODES``, ``NAMESPACES`` and ``PDBS`` describe the
+extender's node cache use it alike, e.g.::
+
+    transport = Transport(load_client(kubeconfig))
+    nodes = Informer(transport, NODES)
+    pods = Informer(transport, PODS, field_selector=ACTIVE_PODS)
+    nodes.add_handler(cache.on_node)   # handler(old, new) with manifests
+    pods.add_handler(cache.on_pod)
+    for inf in (nodes, pods):
+        inf.start()
+    wait_for_sync([nodes, pods], timeout=60)
+    ...
+    for inf in (nodes, pods):
+        inf.stop()
+
+ ``PODS``, ``NODES``, ``NAMESPACES`` and ``PDBS`` describe the
 resources they watch; ``ACTIVE_PODS`` is kube-scheduler's field selector that leaves out terminal
 pods.
 """
