@@ -35,7 +35,7 @@ from harmonic.framework.events import (
 )
 from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import Framework
+from harmonic.framework.runtime import ExtensionPointRecorder, Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache
@@ -176,6 +176,7 @@ class Scheduler:
         services: Mapping[str, Any] | None = None,
         observer: Observer | None = None,
         snapshot: Snapshot | None = None,
+        recorder: ExtensionPointRecorder | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -191,7 +192,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             self.frameworks[prof.scheduler_name] = Framework(
-                prof, registry, _ProfileHandle(self, prof.scheduler_name)
+                prof, registry, _ProfileHandle(self, prof.scheduler_name), recorder
             )
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
@@ -208,6 +209,9 @@ class Scheduler:
         self._last_unschedulable_flush = self.clock.now()
         #: Pods this scheduler handed to binding and has not yet seen confirmed or failed.
         self._binding: set[str] = set()
+        #: Of those, the ones whose deletion was observed meanwhile: a failed binding drops them.
+        self._deleted_while_binding: set[str] = set()
+        self._attempt_start: dict[str, float] = {}
         self.results: Callable[[ScheduleResult], None] | None = None
 
     # ================================================================== inputs
@@ -298,6 +302,9 @@ class Scheduler:
             self.queue.delete(pod)
             self.nominator.delete(pod)
             return
+        # A status-only update (such as the PodScheduled condition written after a failure) must not
+        # retry an unschedulable pod (isPodUpdated ignores status): the queue compares the new pod
+        # with the one it holds when no old object is given.
         self.queue.update(None, pod) if self.queue.has(uid) else self.queue.add(pod)
         self.nominator.update(pod)
 
@@ -305,6 +312,8 @@ class Scheduler:
         meta = raw.get("metadata") or {}
         uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
         cached = self.cache.pod(uid)
+        if uid in self._binding:
+            self._deleted_while_binding.add(uid)
         wp = self.waiting_pods.get(uid)
         if wp is not None:
             wp.reject("", "pod was deleted")
@@ -412,8 +421,9 @@ class Scheduler:
             self.cache.forget(assumed)
             return self._fail(fw, state, qp, st, None, start)
         self._binding.add(pod.uid)
+        # As upstream, the attempt counts as "scheduled" (and its duration ends) when binding succeeds.
+        self._attempt_start[pod.uid] = start
         result = ScheduleResult(pod, node_name, None, fit.evaluated, fit.feasible)
-        self.observer.attempt(fw.name, "scheduled", time.perf_counter() - start)
         if st is not None:
             wp = WaitingPod(
                 assumed,
@@ -629,6 +639,8 @@ class Scheduler:
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str
     ) -> None:
         self._binding.discard(assumed.uid)
+        self._deleted_while_binding.discard(assumed.uid)
+        self._observe_binding(fw, assumed.uid, "scheduled")
         self.cache.finish_binding(assumed)
         fw.run_post_bind(state, assumed, node)
         self.client.report_scheduled(assumed, node)
@@ -644,9 +656,17 @@ class Scheduler:
             # The forgotten pod freed room: retry pods that this may help.
             self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), assumed, None)
         log.warning("binding %s to %s failed: %s", assumed.key, node, st.message)
+        self._observe_binding(fw, assumed.uid, "unschedulable" if st.is_rejected else "error")
         qp.unschedulable_plugins = {st.plugin} if st.is_rejected and st.plugin else set()
         reason = REASON_UNSCHEDULABLE if st.is_rejected else REASON_SCHEDULER_ERROR
-        self.queue.add_unschedulable(qp)
+        cached = self.cache.pod(assumed.uid)
+        if assumed.uid in self._deleted_while_binding or cached is not None:
+            # As handleSchedulingFailure: a pod deleted meanwhile, or bound by someone else (its
+            # confirmation already arrived), is not queued again.
+            self._deleted_while_binding.discard(assumed.uid)
+            self.queue.done(assumed.uid)
+        else:
+            self.queue.add_unschedulable(qp)
         self.client.report_failure(qp.pod, reason, st.message)
         self._record_nomination(qp.pod, "")
 
@@ -658,6 +678,11 @@ class Scheduler:
             st = self.client.set_nominated_node(pod, nominated)
             if st is not None and not st.is_success:
                 log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
+
+    def _observe_binding(self, fw: Framework, uid: str, result: str) -> None:
+        start = self._attempt_start.pop(uid, None)
+        if start is not None:
+            self.observer.attempt(fw.name, result, time.perf_counter() - start)
 
 
 def _with_node(pod: Pod, node_name: str) -> Pod:

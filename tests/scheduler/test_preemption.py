@@ -60,7 +60,7 @@ def test_a_lower_priority_pod_does_not_take_the_room_of_a_nominated_pod():
     assert "default/mid" not in h.placement()
     assert h.failure("mid") == (
         "0/1 nodes are available: 1 Insufficient cpu."
-        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.."
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     h.settle(10)
     assert h.placement() == {"default/high": "n1"}
@@ -118,7 +118,7 @@ def test_preemption_policy_never_preempts_nothing():
     h.schedule()
     assert preempted(h) == []
     assert h.failure("polite") == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
     )
 
 
