@@ -7,6 +7,7 @@ from functools import cache
 from harmonic.framework.registry import Registry, entry_point_plugins
 from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from harmonic.plugins.defaultbinder import DefaultBinder
+from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.imagelocality import ImageLocality
 from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
@@ -19,6 +20,7 @@ from harmonic.plugins.tainttoleration import TaintToleration
 
 IN_TREE = (
     DefaultBinder,
+    DefaultPreemption,
     ImageLocality,
     NodeAffinity,
     NodeName,
