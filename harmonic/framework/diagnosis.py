@@ -113,5 +113,7 @@ class Diagnosis:
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
-            msg += f" {self.post_filter_msg}."
+            # Current kube-scheduler ends the whole message with one period, also when the PostFilter
+            # message is itself a FitError ("... preemption: 0/3 nodes are available: ... scheduling.").
+            msg += f" {self.post_filter_msg.rstrip('.')}."
         return msg
