@@ -239,3 +239,38 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     p.creation_timestamp = str(meta.get("creationTimestamp") or "")
     p.extra = {}
     return p
+
+
+def reparse_pod(prev: Pod, raw: Mapping[str, Any]) -> Pod:
+    """``parse_pod(raw)`` for a new version of ``prev``. When only ``spec.nodeName`` and status fields
+    other than the phase and nominated node changed (a binding, a condition written), the compiled
+    data of ``prev`` is reused, ``extra`` included: binding confirmations cost no parsing."""
+    meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
+    old_raw = prev.raw
+    if (
+        isinstance(spec, Mapping)
+        and isinstance(status, Mapping | None)
+        and _same(meta, old_raw.get("metadata"))
+        and _same_but_node(spec, prev.spec)
+        and str((status or {}).get("phase") or "Pending") == prev.phase
+        and str((status or {}).get("nominatedNodeName") or "") == prev.nominated_node_name
+    ):
+        p = Pod.__new__(Pod)
+        for attr in Pod.__slots__:
+            object.__setattr__(p, attr, getattr(prev, attr))
+        p.raw = raw
+        p.spec = spec
+        p.node_name = str(spec.get("nodeName") or "")
+        return p
+    return parse_pod(raw)
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b
+
+
+def _same_but_node(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    n = len(new) - ("nodeName" in new)
+    if n != len(old) - ("nodeName" in old):
+        return False
+    return all(k == "nodeName" or (k in old and _same(v, old[k])) for k, v in new.items())

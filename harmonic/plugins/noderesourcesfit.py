@@ -30,7 +30,7 @@ from harmonic.api.pod import Pod
 from harmonic.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource, own_update
 from harmonic.framework.interface import (
     MAX_NODE_SCORE,
     FilterPlugin,
@@ -301,7 +301,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 ),
                 _node_fits,
             ),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN)),
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN),
+                own_update(lambda old, new: any(new.requests.get(k, 0) < v for k, v in old.requests.items())),
+            ),
         )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from harmonic.api.pod import Pod
 from harmonic.api.taints import NO_SCHEDULE, Taint, tolerated
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource, own_update
 from harmonic.framework.interface import FilterPlugin
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
@@ -36,5 +36,8 @@ class NodeUnschedulable(FilterPlugin):
     def events_to_register(self) -> Sequence[EventWithHint]:
         return (
             EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT)),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS)),
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS),
+                own_update(lambda old, new: old.tolerations != new.tolerations),
+            ),
         )
