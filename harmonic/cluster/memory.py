@@ -16,6 +16,7 @@ from typing import Any
 from harmonic.api.pod import Pod
 from harmonic.cluster.defaults import default_node, default_pod
 from harmonic.framework.status import Code, Status
+from harmonic.scheduler.client import truncate_event_message
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +146,13 @@ class InMemoryCluster:
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         old = self.pods.get(pod.key)
         if old is None:
-            return Status(Code.ERROR, f"pods {pod.name!r} not found")
+            return Status(Code.ERROR, f'pods "{pod.name}" not found')
         if (old.get("spec") or {}).get("nodeName"):
             return Status(
-                Code.ERROR, f"pod {pod.key} is already assigned to node {old['spec']['nodeName']!r}"
+                Code.ERROR, f'pod {pod.key} is already assigned to node "{old["spec"]["nodeName"]}"'
             )
         if node_name not in self.nodes:
-            return Status(Code.ERROR, f"node {node_name!r} not found")
+            return Status(Code.ERROR, f'nodes "{node_name}" not found')
         refused = self.refuse_binding.get(node_name)
         if refused:
             return Status(Code.ERROR, refused)
@@ -194,7 +195,9 @@ class InMemoryCluster:
         )
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:
-        self.events.append(Event("Warning", "FailedScheduling", message, pod.namespace, pod.name))
+        self.events.append(
+            Event("Warning", "FailedScheduling", truncate_event_message(message), pod.namespace, pod.name)
+        )
         old = self.pods.get(pod.key)
         if old is None:
             return

@@ -578,7 +578,7 @@ class SchedulingQueue:
             return False
         now = self._clock.now()
         # A pod whose expiry falls in the current window is still backing off.
-        return expiry >= math.floor(now) if self.pop_from_backoff else expiry > now
+        return expiry >= (math.floor(now) if self.pop_from_backoff else now)
 
 
 def _by_seq(qp: QueuedPodInfo) -> int:
