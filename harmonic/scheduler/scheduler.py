@@ -431,15 +431,17 @@ class Scheduler:
         start = time.perf_counter()
         state = CycleState(self.queue.scheduling_cycle)
         try:
-            return self._scheduling_cycle(fw, state, qp, start)
+            result = self._scheduling_cycle(fw, state, qp, start)
         except Exception as e:  # a plugin bug must cost one attempt, not the scheduler
             log.exception("scheduling %s failed", pod.key)
-            if pod.uid in self._binding or pod.uid in self.waiting_pods:
-                return ScheduleResult(pod, None, None, message=f"after the scheduling cycle: {e}")
             assumed = self.cache.pod(pod.uid)
             if assumed is not None and self.cache.is_assumed(pod.uid):
+                fw.run_unreserve(state, assumed, assumed.node_name)
                 self.cache.forget(assumed)
-            return self._fail(fw, state, qp, Status(Code.ERROR, f"internal error: {e}"), None, start)
+            result = self._fail(fw, state, qp, Status(Code.ERROR, f"internal error: {e}"), None, start)
+        if self.results is not None:
+            self.results(result)
+        return result
 
     def _scheduling_cycle(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, start: float
@@ -477,8 +479,6 @@ class Scheduler:
             )
         else:
             self._start_binding(fw, state, qp, assumed, node_name)
-        if self.results is not None:
-            self.results(result)
         return result
 
     def _schedule_pod(
@@ -624,10 +624,7 @@ class Scheduler:
         else:
             self.queue.add_unschedulable(qp)
         self.client.report_failure(qp.pod, reason, message)
-        res = ScheduleResult(pod, None, status, message=message)
-        if self.results is not None:
-            self.results(res)
-        return res
+        return ScheduleResult(pod, None, status, message=message)
 
     # ================================================================== binding cycle
     def _permit_resolved(
