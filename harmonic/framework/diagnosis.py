@@ -75,9 +75,10 @@ class Diagnosis:
         if not failed.any():
             return
         self.outcomes.append(outcome)
-        for pid, code in set(
-            zip(outcome.plugin_ids[failed].tolist(), outcome.codes[failed].tolist(), strict=True)
-        ):
+        # (plugin, code) pairs present, counted in one pass: codes are < 8.
+        keys = outcome.plugin_ids[failed].astype(np.int64) * 8 + outcome.codes[failed]
+        for key in np.flatnonzero(np.bincount(keys)).tolist():
+            pid, code = divmod(key, 8)
             name = outcome.plugin_names[pid]
             if code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 self.unschedulable_plugins.add(name)

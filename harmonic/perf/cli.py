@@ -15,6 +15,7 @@ def format_result(r: PerfResult) -> str:
     return (
         f"{r.workload}: {r.nodes} nodes, {r.init_pods} initial pods, {r.measured_pods} measured pods\n"
         f"  scheduled {r.scheduled}/{r.measured_pods} in {r.seconds:.2f} s: {r.pods_per_second:,.0f} pods/s\n"
+        f"  process CPU time {r.cpu_seconds:.2f} s: {r.pods_per_cpu_second:,.0f} pods per CPU second\n"
         f"  per-pod latency from measured start to bind: p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms\n"
         f"  per-attempt duration: p50 {r.attempt_p50_ms:.3f} ms, p99 {r.attempt_p99_ms:.3f} ms\n"
         f"  peak RSS {r.peak_rss_mb:.0f} MB"

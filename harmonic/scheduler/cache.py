@@ -112,6 +112,11 @@ class Cache:
         if st is not None and st.assumed:
             if st.node != pod.node_name:
                 log.warning("pod %s was assumed on %s but bound to %s", pod.key, st.node, pod.node_name)
+            if st.node == pod.node_name and self.snapshot.swap_pod(pod, st.node):
+                # The confirmation of what we assumed: nothing to recount.
+                self._expiring.pop(pod.uid, None)
+                self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+                return
             self._drop(st)
             self.snapshot.add_pod(pod, pod.node_name)
             self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)

@@ -28,7 +28,7 @@ import numpy as np
 
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node, parse_node
-from harmonic.api.pod import Pod, parse_pod, reparse_pod
+from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
@@ -207,6 +207,7 @@ class Scheduler:
         self.next_start_node_index = 0
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_ready = threading.Condition()
+        self._waiting = False
         self._last_unschedulable_flush = self.clock.now()
         #: Pods handed to binding (past Permit) whose result has not come back yet.
         self._binding: set[str] = set()
@@ -217,27 +218,29 @@ class Scheduler:
     # ================================================================== inputs
     def post(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the scheduling thread before the next cycle (thread-safe)."""
-        with self._inbox_ready:
-            self._inbox.append(fn)
-            self._inbox_ready.notify()
+        # deque.append is atomic; the condition is only needed to wake a waiting loop.
+        self._inbox.append(fn)
+        if self._waiting:
+            with self._inbox_ready:
+                self._inbox_ready.notify()
 
     def drain(self) -> int:
-        """Apply everything posted so far; returns how many items ran."""
+        """Apply everything posted so far (and what that posts); returns how many items ran."""
         n = 0
         inbox = self._inbox
         while inbox:
-            with self._inbox_ready:
-                if not inbox:
-                    break
-                fn = inbox.popleft()
-            fn()
+            inbox.popleft()()
             n += 1
         return n
 
     def wait_for_input(self, timeout: float) -> None:
         with self._inbox_ready:
-            if not self._inbox:
-                self._inbox_ready.wait(timeout)
+            self._waiting = True
+            try:
+                if not self._inbox:
+                    self._inbox_ready.wait(timeout)
+            finally:
+                self._waiting = False
 
     def on_node(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A node was added (old None), updated, or deleted (new None). Thread-safe."""
@@ -557,15 +560,14 @@ class Scheduler:
         # Nothing to rank them by: the first feasible node will do.
         to_find = num_feasible_nodes_to_find(pct, n) if fw.score_plugins else 1
         start = self.next_start_node_index % n
-        ordered = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
         if not fw.filter_plugins:
-            return ordered[:to_find], min(to_find, n), None
+            return _ring_slice(candidates, start, to_find), min(to_find, n), None
         found: list[np.ndarray] = []
         num_found = 0
         pos = 0
         chunk = to_find
         while pos < n and num_found < to_find:
-            part = ordered[pos : pos + chunk]
+            part = _ring_slice(candidates, start + pos, min(chunk, n - pos))
             outcome, st = fw.run_filters(state, pod, self.cache.snapshot, part)
             if st is not None:
                 return candidates[:0], pos + len(part), st
@@ -695,6 +697,14 @@ class Scheduler:
         self._fail(fw, state, qp, st, None, start)
 
 
+def _ring_slice(a: np.ndarray, start: int, count: int) -> np.ndarray:
+    """``count`` items of ``a`` from ``start``, wrapping around (a view when it does not wrap)."""
+    n = len(a)
+    start %= n
+    end = start + count
+    return a[start:end] if end <= n else np.concatenate((a[start:], a[: end - n]))
+
+
 def _meta(raw: Mapping[str, Any] | None) -> Mapping[str, Any]:
     meta = (raw or {}).get("metadata")
     return meta if isinstance(meta, Mapping) else {}
@@ -720,8 +730,6 @@ def _stub_pod(raw: Mapping[str, Any]) -> Pod:
 
 def _with_node(pod: Pod, node_name: str) -> Pod:
     """A copy of the compiled pod as bound to ``node_name`` (the assumed pod)."""
-    clone = Pod.__new__(Pod)
-    for attr in Pod.__slots__:
-        object.__setattr__(clone, attr, getattr(pod, attr))
+    clone = clone_pod(pod)
     clone.node_name = node_name
     return clone
