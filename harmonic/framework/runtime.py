@@ -45,8 +45,13 @@ P = TypeVar("P", bound=Plugin)
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 #: Plugin kinds whose rejections events can undo (shouldHaveEnqueueExtensions).
 _REJECTING_KINDS = (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin)
-_REJECTED_CODES = np.array(
-    [Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING], dtype=np.int8
+#: Indexed by a filter's status code: True for codes a Filter may not return (anything but Success,
+#: Unschedulable, UnschedulableAndUnresolvable, Pending).
+_NOT_A_REJECTION = np.array(
+    [
+        c not in (Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+        for c in Code
+    ]
 )
 
 
@@ -190,7 +195,7 @@ class Framework:
             if not failed.any():
                 continue
             # Filters may only pass or reject; anything else is an error that fails the cycle.
-            err = failed & ~np.isin(v.code, _REJECTED_CODES)
+            err = _NOT_A_REJECTION[v.code]
             if err.any():
                 i = int(np.argmax(err))
                 msg = ", ".join(v.reasons[int(v.reason[i])])

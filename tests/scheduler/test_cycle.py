@@ -289,3 +289,28 @@ def test_pod_updates_while_assumed_are_ignored_and_deleting_pods_are_skipped():
     )
     h.schedule()
     assert "default/gone" not in h.placement()
+
+
+def test_bindings_do_not_rescan_the_unschedulable_pool(monkeypatch):
+    """The Unschedulable workload's point: with a large pool rejected by NodeResourcesFit, binding
+    other pods (AssignedPodAdd events) must not look at the pool's pods at all."""
+    from harmonic.scheduler.queue import SchedulingQueue
+
+    h = Harness()
+    h.add_nodes(node(f"n{i}").cap(cpu="4").obj() for i in range(5))
+    h.add_pods(pod(f"big-{i}").req(cpu="9").priority(10).obj() for i in range(200))
+    h.schedule()
+    assert h.scheduler.queue.counts()["unschedulable"] == 200
+    looked = []
+    real = SchedulingQueue._worth_requeuing
+    monkeypatch.setattr(
+        SchedulingQueue, "_worth_requeuing", lambda self, qp, *a: looked.append(qp) or real(self, qp, *a)
+    )
+    h.add_pods(pod(f"small-{i}").req(cpu="100m").obj() for i in range(50))
+    h.schedule()
+    assert len(h.placement()) == 50
+    assert looked == []
+    # A deletion, which NodeResourcesFit registered for, does reach them.
+    h.cluster.delete_pod("default", "small-0")
+    h.schedule()
+    assert len(looked) == 200
