@@ -31,7 +31,7 @@ from harmonic.api.node import Node, parse_node
 from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.diagnosis import Diagnosis
+from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -40,7 +40,7 @@ from harmonic.framework.events import (
     node_update_events,
     pod_update_events,
 )
-from harmonic.framework.interface import Clock, QueuedPodInfo
+from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
@@ -48,6 +48,7 @@ from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache, CacheError
 from harmonic.scheduler.client import SchedulerClient
 from harmonic.scheduler.clock import RealClock
+from harmonic.scheduler.nominator import Nominator
 from harmonic.scheduler.queue import SchedulingQueue
 from harmonic.scheduler.waiting import WaitingPod
 
@@ -157,6 +158,10 @@ class _ProfileHandle:
     def profile_name(self) -> str:
         return self._profile
 
+    @property
+    def runner(self) -> PluginsRunner:
+        return self._sched.frameworks[self._profile]
+
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._sched.waiting_pods.get(uid)
 
@@ -187,6 +192,8 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.binder: Binder = binder or InlineBinder()
         self.services: dict[str, Any] = dict(services or {})
+        self.nominator = Nominator()
+        self.services.setdefault("nominator", self.nominator)
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -302,11 +309,12 @@ class Scheduler:
             return
         if old_raw is None:
             self.queue.add(pod)
-            return
-        version = _meta(new_raw).get("resourceVersion")
-        if version is not None and version == _meta(old_raw).get("resourceVersion"):
-            return  # a resync carrying the same object (kubernetes#96071)
-        self.queue.update(None, pod)
+        else:
+            version = _meta(new_raw).get("resourceVersion")
+            if version is not None and version == _meta(old_raw).get("resourceVersion"):
+                return  # a resync carrying the same object (kubernetes#96071)
+            self.queue.update(None, pod)
+        self.nominator.update(pod)
 
     def _handle_assigned_pod(self, cached: Pod | None, pod: Pod) -> None:
         """A bound pod appeared or changed: add it to the cache (confirming an assumed pod) or update it,
@@ -314,6 +322,7 @@ class Scheduler:
         if cached is None or self.cache.is_assumed(pod.uid):
             # Bound by us (the confirmation of an assumed pod) or by someone else.
             self.queue.delete(pod)
+            self.nominator.delete(pod)
             self.cache.add_pod(pod)
             self.queue.move_on_event(ASSIGNED_POD_ADD, None, pod)
             return
@@ -333,6 +342,7 @@ class Scheduler:
             return
         queued = pod or self.queue.get(uid)
         self.queue.delete(queued or _stub_pod(raw))
+        self.nominator.delete(queued or _stub_pod(raw))
         if queued is not None and queued.nominated_node_name:
             # Lower or equal priority pods treated this nominated pod as if it ran there.
             limit = queued.priority
@@ -460,6 +470,7 @@ class Scheduler:
             self.cache.assume(assumed, node_name)
         except CacheError as e:
             return self._fail(fw, state, qp, Status(Code.ERROR, str(e)), None, start)
+        self.nominator.delete(pod)
         st = fw.run_reserve(state, assumed, node_name)
         if st is None:
             st, waits = fw.run_permit(state, assumed, node_name)
@@ -505,6 +516,10 @@ class Scheduler:
             diagnosis.add_plugin_status(st)
             return None, Status(Code.UNSCHEDULABLE, st.message), diagnosis
 
+        fit, nominated_failed = self._evaluate_nominated_node(fw, state, pod)
+        if fit is not None:
+            return fit, None, None
+
         candidates = all_slots
         if pre is not None and pre.node_names is not None:
             wanted = [snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]
@@ -516,6 +531,10 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",
             )
             diagnosis.absent_count = num_all - len(candidates)
+            if nominated_failed is not None and not np.isin(nominated_failed.slots, candidates).any():
+                # Filtered once already (as the nominated node) though PreFilter leaves it out.
+                diagnosis.add(nominated_failed)
+                diagnosis.absent_count -= 1
 
         feasible, processed, st = self._find_feasible(fw, state, pod, candidates, diagnosis)
         # Advance the start index even after an error, so every node gets its turn.
@@ -539,6 +558,27 @@ class Scheduler:
             return None, st, None
         pick = self._tie_break(total)
         return _Fit(int(feasible[pick]), processed, len(feasible)), None, None
+
+    def _evaluate_nominated_node(
+        self, fw: Framework, state: CycleState, pod: Pod
+    ) -> tuple[_Fit | None, FilterOutcome | None]:
+        """evaluateNominatedNode: a pod nominated by an earlier preemption most likely fits only there,
+        so that node is tried first (PreFilter's node subset does not apply to it). Returns the fit, or
+        the node's failed filter outcome, or neither (no usable nomination, or an error, logged)."""
+        snap = self.cache.snapshot
+        nnn = pod.nominated_node_name
+        if not nnn or not snap.has_node(nnn):
+            return None, None
+        one = np.asarray([snap.slot(nnn)], dtype=np.int64)
+        if not fw.filter_plugins:
+            return _Fit(int(one[0]), 1, 1), None
+        outcome, st = fw.run_filters_with_nominated_pods(state, pod, snap, one)
+        if st is not None:
+            log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
+            return None, None
+        if outcome.codes[0] == 0:
+            return _Fit(int(one[0]), 1, 1), None
+        return None, outcome
 
     def _tie_break(self, total: np.ndarray) -> int:
         """Index of the best total; among equals, a uniform draw from the seeded generator."""
@@ -568,7 +608,7 @@ class Scheduler:
         chunk = to_find
         while pos < n and num_found < to_find:
             part = _ring_slice(candidates, start + pos, min(chunk, n - pos))
-            outcome, st = fw.run_filters(state, pod, self.cache.snapshot, part)
+            outcome, st = fw.run_filters_with_nominated_pods(state, pod, self.cache.snapshot, part)
             if st is not None:
                 return candidates[:0], pos + len(part), st
             passed_at = np.flatnonzero(outcome.codes == 0)
@@ -603,10 +643,13 @@ class Scheduler:
         filtering; its plugins decide which events can requeue the pod. Other failures keep no plugins:
         the pod backs off and is retried."""
         pod = qp.pod
+        # What to do with the pod's nominated node: None keeps it, "" clears it, a name nominates.
+        nominated: str | None = ""
         if diagnosis is not None:
             if post_filter and fw.post_filter_plugins:
-                _, pst = fw.run_post_filter(state, pod, diagnosis)
+                post, pst = fw.run_post_filter(state, pod, diagnosis)
                 diagnosis.post_filter_msg = pst.message if pst is not None else ""
+                nominated = post.nominated_node_name if post is not None else None
             message = diagnosis.message()
             qp.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qp.pending_plugins = set(diagnosis.pending_plugins)
@@ -623,10 +666,22 @@ class Scheduler:
         if pod.uid in self._gone:
             self._gone.discard(pod.uid)
             self.queue.done(pod.uid)
+            requeued = False
         else:
-            self.queue.add_unschedulable(qp)
+            requeued = self.queue.add_unschedulable(qp)
         self.client.report_failure(qp.pod, reason, message)
+        if requeued or self.queue.has(pod.uid):
+            self._record_nomination(qp.pod, nominated)
         return ScheduleResult(pod, None, status, message=message)
+
+    def _record_nomination(self, pod: Pod, nominated: str | None) -> None:
+        """After a failed attempt: remember the pod's nomination (AddNominatedPod) and write a changed
+        ``status.nominatedNodeName`` through the client. ``None`` keeps what the pod has."""
+        self.nominator.add(pod, nominated)
+        if nominated is not None and nominated != pod.nominated_node_name:
+            st = self.client.set_nominated_node(pod, nominated)
+            if st is not None and not st.is_success:
+                log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
 
     # ================================================================== binding cycle
     def _permit_resolved(

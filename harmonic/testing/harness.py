@@ -30,7 +30,13 @@ class Harness:
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
         self.scheduler = Scheduler(
-            self.config, registry, self.cluster, clock=self.clock, seed=seed, services=services, binder=binder
+            self.config,
+            registry,
+            self.cluster,
+            clock=self.clock,
+            seed=seed,
+            services={"pdbs": self.cluster.list_pdbs, **(services or {})},
+            binder=binder,
         )
         self.cluster.connect(self.scheduler)
 

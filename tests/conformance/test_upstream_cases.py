@@ -2,7 +2,8 @@
 
 Cases come from ``tests/conformance/upstream`` (a copy of the shared set) and, when present, from the
 shared folder itself (``$HARMONIC_SHARED_CONFORMANCE`` or ``../shared/conformance``), which may hold
-newer cases; a file there takes precedence over the copy with the same name.
+newer cases; a file there takes precedence over the copy with the same name. Cases we translated from
+upstream's Go test tables ourselves live in ``tests/conformance/translated``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harmonic.conformance import evaluate
+from harmonic.plugins.registry import default_registry
 
 HERE = Path(__file__).parent
 
@@ -23,6 +25,7 @@ def _case_files() -> dict[str, Path]:
     shared = Path(os.environ.get("HARMONIC_SHARED_CONFORMANCE", HERE.parents[2] / "shared" / "conformance"))
     if shared.is_dir():
         files.update({p.name: p for p in sorted(shared.glob("*.json"))})
+    files.update({f"translated/{p.name}": p for p in sorted((HERE / "translated").glob("*.json"))})
     return files
 
 
@@ -35,6 +38,13 @@ def _cases():
 
 @pytest.mark.parametrize("case", list(_cases()))
 def test_upstream_case(case):
+    missing = [p for p in case.get("filterPlugins") or () if p not in default_registry()]
+    if missing:
+        pytest.skip(f"plugins not implemented yet: {', '.join(missing)}")
     expected = case["expected"]
     got = evaluate({k: v for k, v in case.items() if k != "expected"})
+    if "nodeOneOf" in expected:
+        # Upstream accepts any of several equally good nodes.
+        assert got["node"] in expected["nodeOneOf"]
+        return
     assert got == expected

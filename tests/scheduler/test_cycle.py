@@ -66,6 +66,8 @@ def test_prefilter_narrowing_counts_absent_nodes_with_the_plugins_named():
     h.schedule()
     assert h.failure("p") == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [Narrow]."
+        " preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod,"
+        " 2 Preemption is not helpful for scheduling."
     )
 
 
@@ -78,6 +80,7 @@ def test_prefilter_results_that_intersect_to_nothing():
     h.schedule()
     assert h.failure("p") == (
         "0/2 nodes are available: node(s) didn't satisfy plugin(s) [Narrow Narrow2] simultaneously."
+        " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     qp = h.scheduler.queue.pending_pods()[0]
     assert qp.unschedulable_plugins == {"Narrow", "Narrow2"}

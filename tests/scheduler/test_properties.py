@@ -11,7 +11,7 @@ so the properties cover more as plugins land.
    the node's NoSchedule/NoExecute taints, does not share a host port, does not land on an
    unschedulable node; pods created with ``nodeName`` stay where they were put.
 3. No pod is lost: each is bound, or pending with a FailedScheduling event and condition and held by
-   the queue, or deleted (and then gone from the queue and the cache).
+   the queue, or deleted or preempted (and then gone from the queue and the cache).
 4. Same inputs and seed, same decisions and events.
 """
 
@@ -273,13 +273,14 @@ def check_final(h: Harness, nodes: list[NodeSpec], pods: list[PodSpec], deleted:
     placement = h.cluster.placement()
     node_by_name = {n.name: n for n in nodes}
     scheduled_events = {e.name for e in h.cluster.events if e.reason == "Scheduled"}
+    gone = deleted | {e.name for e in h.cluster.events if e.reason == "Preempted"}
     on_node: dict[str, list[PodSpec]] = defaultdict(list)
     for key, n in placement.items():
         on_node[n].append(next(p for p in pods if p.name == key.split("/", 1)[1]))
 
     for p in pods:
         key = f"default/{p.name}"
-        if p.name in deleted:
+        if p.name in gone:
             assert key not in h.cluster.pods
             assert not h.scheduler.queue.has(f"uid-{p.name}")
             assert h.scheduler.cache.pod(f"uid-{p.name}") is None
