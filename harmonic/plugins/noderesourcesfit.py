@@ -223,7 +223,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not short.any():
             return None
         bits = short.astype(np.int64) @ (np.int64(1) << np.arange(len(cols), dtype=np.int64))
-        return Verdicts.from_bits(bits, Code.UNSCHEDULABLE, s.reasons)
+        v = Verdicts.from_bits(bits, Code.UNSCHEDULABLE, s.reasons)
+        # A request beyond the node's whole allocatable cannot be met by evicting anything:
+        # UnschedulableAndUnresolvable, so preemption skips the node. The pod count never is.
+        beyond = (need[1:] > snap.allocatable[np.ix_(slots, cols[1:])]).any(axis=1)
+        if beyond.any():
+            v.code[beyond] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return v
 
     # ------------------------------------------------------------------ score
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:

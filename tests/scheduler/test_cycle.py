@@ -66,8 +66,7 @@ def test_prefilter_narrowing_counts_absent_nodes_with_the_plugins_named():
     h.schedule()
     assert h.failure("p") == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [Narrow]."
-        " preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod,"
-        " 2 Preemption is not helpful for scheduling."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

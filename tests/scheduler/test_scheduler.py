@@ -17,12 +17,11 @@ def test_fit_error_message_counts_reasons_like_kube_scheduler():
     h.schedule()
     assert h.placement() == {}
     # Go's sort.Strings over "<count> <reason>": byte order, so "2 I..." < "2 n..." < "3 I...".
-    # DefaultPreemption (default profile) appends its own FitError: the tainted nodes' rejection is
-    # unresolvable, the others have no lower-priority pod to evict.
+    # DefaultPreemption (default profile) appends its own FitError: every rejection is unresolvable
+    # (untolerated taints; requests beyond the nodes' whole allocatable), so preemption cannot help.
     assert h.failure("big") == (
         "0/5 nodes are available: 2 Insufficient memory, 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
-        " preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling,"
-        " 3 No preemption victims found for incoming pod."
+        " preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     )
 
 
