@@ -23,3 +23,24 @@ def test_unschedulable_pool_schedules_every_measured_pod_past_the_pool():
     assert all(p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == 9 for p in workload.init_pods())
     r = run_workload(workload, default_registry())
     assert r.scheduled == 10 and r.unschedulable_attempts == 0
+
+
+def test_benchmark_runs_a_given_configuration(capsys):
+    from harmonic.perf.cli import main
+
+    assert (
+        main(
+            [
+                "--nodes",
+                "5",
+                "--init-pods",
+                "2",
+                "--pods",
+                "10",
+                "--config",
+                "benchmarks/configs/core-only.yaml",
+            ]
+        )
+        == 0
+    )
+    assert "scheduled 10/10" in capsys.readouterr().out
