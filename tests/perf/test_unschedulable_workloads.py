@@ -1,6 +1,8 @@
 """The Unschedulable scheduler_perf workloads at small sizes (upstream's integration-test size is
 5 nodes / 1 init / 10 measured)."""
 
+from pathlib import Path
+
 from harmonic.perf.runner import run_workload
 from harmonic.perf.workloads import WORKLOADS
 from harmonic.perf.workloads.unschedulable import unschedulable, unschedulable_pool
@@ -28,19 +30,7 @@ def test_unschedulable_pool_schedules_every_measured_pod_past_the_pool():
 def test_benchmark_runs_a_given_configuration(capsys):
     from harmonic.perf.cli import main
 
-    assert (
-        main(
-            [
-                "--nodes",
-                "5",
-                "--init-pods",
-                "2",
-                "--pods",
-                "10",
-                "--config",
-                "benchmarks/configs/core-only.yaml",
-            ]
-        )
-        == 0
-    )
+    config = Path(__file__).parents[2] / "benchmarks" / "configs" / "core-only.yaml"
+    args = ["--nodes", "5", "--init-pods", "2", "--pods", "10", "--config", str(config)]
+    assert main(args) == 0
     assert "scheduled 10/10" in capsys.readouterr().out
