@@ -72,6 +72,122 @@ def simulate(
         click.echo(json.dumps(result.as_dict()))
 
 
+@main.command()
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1). Its profiles' schedulerNames are "
+    "the pods' spec.schedulerName values this scheduler takes; its leaderElection and clientConnection "
+    "(kubeconfig, qps, burst) are honoured.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
+    "service account, else $KUBECONFIG or ~/.kube/config.",
+)
+@click.option("--context", default=None, help="kubeconfig context (default: its current-context).")
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of the /metrics, /healthz, /livez and /readyz endpoints (plain HTTP).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=10259,
+    show_default=True,
+    help="Their port (0: none).",
+)
+@click.option("--identity", default=None, help="Leader-election identity (default: hostname_uuid).")
+@click.option(
+    "--log-format",
+    type=click.Choice(["json", "text"]),
+    default="json",
+    show_default=True,
+    help="Log line format.",
+)
+@click.option(
+    "--sync-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
+)
+def run(
+    config_path: str,
+    kubeconfig: str | None,
+    context: str | None,
+    bind_address: str,
+    metrics_port: int,
+    identity: str | None,
+    log_format: str,
+    sync_timeout: float | None,
+) -> None:
+    """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
+
+    Watches nodes, pods, PodDisruptionBudgets and namespaces; binds through pods/binding; writes
+    Scheduled / FailedScheduling events and the PodScheduled condition; takes the leaderElection lease
+    before scheduling (several replicas: one schedules, the others stand by). Stops cleanly on SIGTERM
+    (finishes in-flight bindings, releases the lease); exits 1 if the lease is lost.
+    """
+    import signal
+
+    from harmonic import logs
+    from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.kube import LiveScheduler, tune_process
+    from harmonic.cluster.transport import ClientConfigError, Transport, load_client
+    from harmonic.plugins.registry import default_registry
+
+    # A server logs what it does by default (info); -vv adds debug.
+    logs.configure(min(logging.getLogger().level, logging.INFO), log_format == "json")
+    try:
+        cfg = _load(config_path)
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    le = cfg.leader_election
+    if le.leader_elect and (le.resource_namespace, le.resource_name) == ("kube-system", "kube-scheduler"):
+        click.echo(
+            f"error: {config_path}: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
+            "lease; a second scheduler taking it would stop kube-scheduler. Set a name of its own (e.g. harmonic).",
+            err=True,
+        )
+        sys.exit(1)
+    try:
+        api = load_client(kubeconfig or cfg.client_connection.kubeconfig or None, context)
+    except ClientConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    transport = Transport(
+        api,
+        qps=cfg.client_connection.qps,
+        burst=cfg.client_connection.burst,
+        user_agent=f"harmonic/{__version__} (scheduler)",
+    )
+    tune_process()
+    live = LiveScheduler(cfg, default_registry(), transport, identity=identity)
+    server = None
+    if metrics_port:
+        try:
+            server = HealthServer(
+                bind_address, metrics_port, live.metrics.exposition, live.health_checks(), live.ready_checks()
+            )
+        except OSError as e:
+            click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
+            sys.exit(1)
+        server.start()
+    signal.signal(signal.SIGTERM, lambda *_: live.stop())
+    signal.signal(signal.SIGINT, lambda *_: live.stop())
+    code = live.run(sync_timeout)
+    if server is not None:
+        server.stop()
+    sys.exit(code)
+
+
 @main.group()
 def config() -> None:
     """Inspect KubeSchedulerConfiguration files."""

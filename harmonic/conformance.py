@@ -5,6 +5,18 @@ nodes and existing pods; ``kind`` is ``filter`` or ``score``. ``evaluate`` retur
 score (after NormalizeScore, before weights) or the filter status ``{"code", "reasons"}``. It never
 reads the case's ``expected``.
 
+Filter cases run the plugin's PreFilter first, as the framework does: Skip means every node passes, a
+rejecting status is every node's status, and a node-name subset (PreFilterResult) does not stop
+Filter from running on every node — upstream's tests assert Filter's own verdict for such nodes and
+the PreFilter result separately. A case with ``"runPreFilter": false`` runs Filter alone (upstream
+tests that check the fallback when PreFilter did not run).
+
+Upstream tests also assert PreFilter and PreScore outcomes on their own. Cases that do carry
+``expectedPreFilter`` / ``expectedPreScore``, compared with ``evaluate_pre_filter`` (``{"code",
+"reasons", "nodeNames"}``, ``nodeNames`` the sorted subset or ``None`` for all nodes) and
+``evaluate_pre_score`` (``{"code", "reasons"}``). A score case whose ``scoredNodes`` is empty scores
+no node (upstream stopped after PreScore).
+
 ``kind: preemption`` runs a PostFilter preemption plugin inside a small profile (PrioritySort, the
 case's ``filterPlugins`` for PreFilter/Filter, the plugin, DefaultBinder); its ``check`` says what is
 compared (see ``tests/conformance/translated/README.md`` for the fields and result shapes).
@@ -144,25 +156,46 @@ def evaluate(case: Mapping[str, Any]) -> dict[str, Any]:
     plugin, pod, snap, names = build(case)
     state = CycleState()
     if kind == "filter":
-        return _filter(plugin, pod, snap, names, state)
+        return _filter(plugin, pod, snap, names, state, bool(case.get("runPreFilter", True)))
     if kind == "score":
-        scored = list(case.get("scoredNodes") or names)
-        return _score(plugin, pod, snap, scored, state)
+        scored = case.get("scoredNodes")
+        return _score(plugin, pod, snap, names if scored is None else list(scored), state)
     raise ValueError(f"unknown case kind {kind!r}")
 
 
-def _filter(plugin: Plugin, pod: Pod, snap: Snapshot, names: list[str], state: CycleState) -> dict[str, Any]:
+def evaluate_pre_filter(case: Mapping[str, Any]) -> dict[str, Any]:
+    """The PreFilter outcome of a filter case: ``{"code", "reasons", "nodeNames"}``."""
+    plugin, pod, snap, _ = build(case)
+    if not isinstance(plugin, PreFilterPlugin):
+        raise TypeError(f"{plugin.name} is not a PreFilter plugin")
+    result, st = plugin.pre_filter(CycleState(), pod, snap)
+    code, reasons = (Code.SUCCESS, ()) if st is None else (st.code, st.reasons)
+    names = None if result is None or result.node_names is None else sorted(result.node_names)
+    return {**_status(code, reasons), "nodeNames": names}
+
+
+def evaluate_pre_score(case: Mapping[str, Any]) -> dict[str, Any]:
+    """The PreScore status of a score case over all its (or its ``scoredNodes``) nodes."""
+    plugin, pod, snap, names = build(case)
+    if not isinstance(plugin, PreScorePlugin):
+        raise TypeError(f"{plugin.name} is not a PreScore plugin")
+    scored = case.get("scoredNodes")
+    slots = np.asarray([snap.slot(n) for n in (names if scored is None else scored)], dtype=np.int64)
+    st = plugin.pre_score(CycleState(), pod, snap, slots)
+    return _status(Code.SUCCESS, ()) if st is None else _status(st.code, st.reasons)
+
+
+def _filter(
+    plugin: Plugin, pod: Pod, snap: Snapshot, names: list[str], state: CycleState, run_pre_filter: bool
+) -> dict[str, Any]:
     if not isinstance(plugin, FilterPlugin):
         raise TypeError(f"{plugin.name} is not a Filter plugin")
-    if isinstance(plugin, PreFilterPlugin):
-        result, st = plugin.pre_filter(state, pod, snap)
+    if run_pre_filter and isinstance(plugin, PreFilterPlugin):
+        _, st = plugin.pre_filter(state, pod, snap)
         if st is not None and st.code == Code.SKIP:
             return {n: _status(Code.SUCCESS, ()) for n in names}
         if st is not None and not st.is_success:
             return {n: _status(st.code, st.reasons) for n in names}
-        if result is not None and result.node_names is not None:
-            # Upstream tests that check PreFilter narrowing see excluded nodes as unresolvable.
-            pass
     slots = np.asarray([snap.slot(n) for n in names], dtype=np.int64)
     v = plugin.filter(state, pod, snap, slots)
     out: dict[str, Any] = {}
@@ -178,6 +211,8 @@ def _score(plugin: Plugin, pod: Pod, snap: Snapshot, names: list[str], state: Cy
     if not isinstance(plugin, ScorePlugin):
         raise TypeError(f"{plugin.name} is not a Score plugin")
     slots = np.asarray([snap.slot(n) for n in names], dtype=np.int64)
+    if not names:
+        return {}
     if isinstance(plugin, PreScorePlugin):
         st = plugin.pre_score(state, pod, snap, slots)
         if st is not None and st.code == Code.SKIP:

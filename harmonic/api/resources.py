@@ -72,6 +72,17 @@ def is_scalar_resource(name: str) -> bool:
     return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
 
+def is_scalar_resource_name(name: str) -> bool:
+    """Resources NodeInfo tracks as scalars (schedutil.IsScalarResourceName): extended resources,
+    hugepages, ``kubernetes.io/``-prefixed native resources and attachable volumes."""
+    return (
+        is_extended_resource(name)
+        or name.startswith("hugepages-")
+        or "kubernetes.io/" in name
+        or name.startswith("attachable-volumes-")
+    )
+
+
 def is_extended_resource(name: str) -> bool:
     """A fully qualified name outside ``kubernetes.io/`` (v1helper.IsExtendedResourceName)."""
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")

@@ -160,6 +160,15 @@ class LeaderElection:
 
 
 @dataclass(frozen=True)
+class ClientConnection:
+    """clientConnection: how the live scheduler talks to the API server (bodies are always JSON)."""
+
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(frozen=True)
 class Profile:
     """One resolved profile: plugins per extension point in run order, weights, validated args."""
 
@@ -189,6 +198,7 @@ class SchedulerConfiguration:
     pod_max_backoff_seconds: float
     parallelism: int
     leader_election: LeaderElection
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
     source: str = "<default>"
     warnings: tuple[str, ...] = field(default=())
 
@@ -484,6 +494,11 @@ def load_config(
         pod_max_backoff_seconds=float(doc.pod_max_backoff_seconds),
         parallelism=doc.parallelism,
         leader_election=leader,
+        client_connection=ClientConnection(
+            kubeconfig=doc.client_connection.kubeconfig,
+            qps=doc.client_connection.qps,
+            burst=doc.client_connection.burst,
+        ),
         source=source,
         warnings=tuple(warnings),
     )

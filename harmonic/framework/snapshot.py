@@ -218,10 +218,12 @@ class Snapshot:
         hit = self._images.get(name)
         if hit is None:
             sizes = np.zeros(self._cap, dtype=I64)
+            count = 0
             for slot, n in enumerate(self.nodes):
-                if n is not None and self.live[slot]:
-                    sizes[slot] = n.images.get(name, 0)
-            hit = (sizes, int(np.count_nonzero(sizes)))
+                if n is not None and self.live[slot] and name in n.images:
+                    sizes[slot] = n.images[name]
+                    count += 1
+            hit = (sizes, count)
             self._images[name] = hit
         return hit
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
+from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.defaultpreemption import DefaultPreemption
+from harmonic.plugins.imagelocality import ImageLocality
+from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
+from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
 from harmonic.plugins.prioritysort import PrioritySort
@@ -17,7 +21,11 @@ from harmonic.plugins.tainttoleration import TaintToleration
 IN_TREE = (
     DefaultBinder,
     DefaultPreemption,
+    ImageLocality,
+    NodeAffinity,
     NodeName,
+    NodePorts,
+    NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeUnschedulable,
     PrioritySort,

@@ -42,7 +42,7 @@ from harmonic.framework.events import (
 )
 from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import Framework
+from harmonic.framework.runtime import ExtensionPointRecorder, Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache, CacheError
@@ -185,6 +185,7 @@ class Scheduler:
         services: Mapping[str, Any] | None = None,
         observer: Observer | None = None,
         snapshot: Snapshot | None = None,
+        recorder: ExtensionPointRecorder | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -200,7 +201,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             self.frameworks[prof.scheduler_name] = Framework(
-                prof, registry, _ProfileHandle(self, prof.scheduler_name)
+                prof, registry, _ProfileHandle(self, prof.scheduler_name), recorder
             )
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
@@ -220,6 +221,8 @@ class Scheduler:
         self._binding: set[str] = set()
         #: Of those, the ones deleted meanwhile: they must not be requeued when binding fails.
         self._gone: set[str] = set()
+        #: Scheduling-cycle start of each pod past Permit: the attempt's duration ends with its binding.
+        self._attempt_start: dict[str, float] = {}
         self.results: Callable[[ScheduleResult], None] | None = None
 
     # ================================================================== inputs
@@ -483,7 +486,8 @@ class Scheduler:
                 return self._fail(fw, state, qp, st, Diagnosis.rejected_on_node(st), start, post_filter=False)
             return self._fail(fw, state, qp, st, None, start)
         result = ScheduleResult(pod, node_name, None, fit.evaluated, fit.feasible)
-        self.observer.attempt(fw.name, "scheduled", time.perf_counter() - start)
+        # As upstream, the attempt counts as "scheduled" (and its duration ends) when binding succeeds.
+        self._attempt_start[pod.uid] = start
         if waits:
             self.waiting_pods[pod.uid] = WaitingPod(
                 assumed,
@@ -663,7 +667,9 @@ class Scheduler:
             reason, result = REASON_SCHEDULER_ERROR, "error"
         self.observer.attempt(fw.name, result, time.perf_counter() - start)
         log.info("pod %s is unschedulable: %s", pod.key, message)
-        if pod.uid in self._gone:
+        cached = self.cache.pod(pod.uid)
+        if pod.uid in self._gone or (cached is not None and not self.cache.is_assumed(pod.uid)):
+            # Deleted meanwhile, or already bound (its confirmation arrived first): not queued again.
             self._gone.discard(pod.uid)
             self.queue.done(pod.uid)
             requeued = False
@@ -682,6 +688,11 @@ class Scheduler:
             st = self.client.set_nominated_node(pod, nominated)
             if st is not None and not st.is_success:
                 log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
+
+    def _observe_binding(self, fw: Framework, uid: str, result: str) -> None:
+        start = self._attempt_start.pop(uid, None)
+        if start is not None:
+            self.observer.attempt(fw.name, result, time.perf_counter() - start)
 
     # ================================================================== binding cycle
     def _permit_resolved(
@@ -724,6 +735,7 @@ class Scheduler:
     ) -> None:
         self._binding.discard(assumed.uid)
         self._gone.discard(assumed.uid)
+        self._observe_binding(fw, assumed.uid, "scheduled")
         self.cache.finish_binding(assumed)
         self.client.report_scheduled(assumed, node)
         fw.run_post_bind(state, assumed, node)
@@ -740,7 +752,8 @@ class Scheduler:
         forgotten = self.cache.is_assumed(assumed.uid)
         if forgotten:
             self.cache.forget(assumed)
-        start = time.perf_counter()
+        log.warning("binding %s to %s failed: %s", assumed.key, node, st.message)
+        start = self._attempt_start.pop(assumed.uid, time.perf_counter())
         if st.is_rejected:
             self._fail(fw, state, qp, st, Diagnosis.rejected_on_node(st), start, post_filter=False)
             if forgotten:

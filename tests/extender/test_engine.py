@@ -162,7 +162,7 @@ def test_prefilter_narrowing_fails_the_rest_as_unresolvable():
     ns[2]["status"]["allocatable"]["cpu"] = "500m"
     got = call(ext, "filter", p, ns)
     assert [n["metadata"]["name"] for n in got["Nodes"]["items"]] == ["n0"]
-    # n2 has less CPU than the pod asks for at all: unresolvable too (NodeResourcesFit, v1.33+).
+    # n2's request exceeds its whole allocatable: NodeResourcesFit reports that as unresolvable.
     assert got["FailedAndUnresolvableNodes"] == {
         "n1": "node(s) didn't satisfy plugin(s) [OnlyNodes]",
         "n2": "Insufficient cpu",

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harmonic.perf.runner import Workload
-from harmonic.perf.workloads import basic, preemption, unschedulable
+from harmonic.perf.workloads import basic, node_affinity, preemption, unschedulable
 
 #: name -> (factory(nodes, init_pods, pods), default sizes (nodes, init pods, measured pods))
 WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, int]]] = {
     **basic.WORKLOADS,
+    **node_affinity.WORKLOADS,
     **preemption.WORKLOADS,
     **unschedulable.WORKLOADS,
 }
