@@ -569,19 +569,23 @@ class Framework:
             except PluginError as e:
                 msg = f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {e}'
                 return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
-        for (pl, weight), scores in zip(plugins, raw, strict=True):
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
-                bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
-                msg = (
-                    f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an '
-                    f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                    "after normalizing"
-                )
-                return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
-            weighted = scores * weight
-            per_plugin[pl.name] = weighted
-            total += weighted
-        return total, per_plugin, None
+        if not raw or not len(slots):
+            return total, {pl.name: scores for (pl, _), scores in zip(plugins, raw, strict=True)}, None
+        m = np.stack(raw)
+        if m.min() < MIN_NODE_SCORE or m.max() > MAX_NODE_SCORE:
+            for (pl, _), scores in zip(plugins, raw, strict=True):
+                bad_at = (scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)
+                if bad_at.any():
+                    msg = (
+                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an '
+                        f"invalid score {int(scores[bad_at][0])}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                    return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        weighted = m * np.array([w for _, w in plugins], dtype=np.int64)[:, None]
+        for i, (pl, _) in enumerate(plugins):
+            per_plugin[pl.name] = weighted[i]
+        return weighted.sum(axis=0), per_plugin, None
 
     # ------------------------------------------------------------------ reserve / permit / bind
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
