@@ -9,6 +9,7 @@ from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
@@ -18,6 +19,7 @@ IN_TREE = (
     NodeName,
     NodeResourcesFit,
     NodeUnschedulable,
+    PodTopologySpread,
     PrioritySort,
     SchedulingGates,
     TaintToleration,

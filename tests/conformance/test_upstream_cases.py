@@ -2,7 +2,8 @@
 
 Cases come from ``tests/conformance/upstream`` (a copy of the shared set) and, when present, from the
 shared folder itself (``$HARMONIC_SHARED_CONFORMANCE`` or ``../shared/conformance``), which may hold
-newer cases; a file there takes precedence over the copy with the same name.
+newer cases; a file there takes precedence over the copy with the same name. Cases we translated from
+upstream's Go test tables ourselves live in ``tests/conformance/translated``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def _case_files() -> dict[str, Path]:
     shared = Path(os.environ.get("HARMONIC_SHARED_CONFORMANCE", HERE.parents[2] / "shared" / "conformance"))
     if shared.is_dir():
         files.update({p.name: p for p in sorted(shared.glob("*.json"))})
+    files.update({f"translated/{p.name}": p for p in sorted((HERE / "translated").glob("*.json"))})
     return files
 
 
