@@ -29,7 +29,12 @@ class Harness:
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
         self.scheduler = Scheduler(
-            self.config, registry, self.cluster, clock=self.clock, seed=seed, services=services
+            self.config,
+            registry,
+            self.cluster,
+            clock=self.clock,
+            seed=seed,
+            services={**self.cluster.scheduler_services(), **(services or {})},
         )
         self.cluster.connect(self.scheduler)
 
