@@ -10,7 +10,7 @@ ReplicaSets and StatefulSets that select it (``default_selector``); with no such
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -122,14 +122,7 @@ def _with_label_keys(spec: _Spec, labels: Mapping[str, str]) -> Constraint:
     extra = tuple(Requirement(k, IN, frozenset((labels[k],))) for k in spec.match_label_keys if k in labels)
     if not extra:
         return c
-    return Constraint(
-        c.max_skew,
-        c.topology_key,
-        LabelSelector(extra + sel.requirements),
-        c.min_domains,
-        c.node_affinity_policy,
-        c.node_taints_policy,
-    )
+    return replace(c, selector=LabelSelector(extra + sel.requirements))
 
 
 def pod_constraints(pod: Pod, action: str) -> tuple[Constraint, ...]:
@@ -219,12 +212,7 @@ def default_constraints(
     selector = default_selector(pod, workloads)
     if not selector.requirements:
         return ()
-    return tuple(
-        Constraint(
-            c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_policy, c.node_taints_policy
-        )
-        for c in chosen
-    )
+    return tuple(replace(c, selector=selector) for c in chosen)
 
 
 def node_labels_have_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
