@@ -22,7 +22,7 @@ from harmonic.framework.status import Status
 from harmonic.framework.verdicts import Verdicts
 
 if TYPE_CHECKING:
-    from harmonic.framework.diagnosis import Diagnosis
+    from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -42,6 +42,37 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
+class PodNominator(Protocol):
+    """Pods nominated to run on nodes (the ``"nominator"`` service; framework.PodNominator)."""
+
+    #: Changes whenever a nomination changes.
+    version: int
+
+    def __len__(self) -> int: ...
+
+    def nodes(self) -> list[str]: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]: ...
+
+
+class PluginsRunner(Protocol):
+    """The profile's extension points as plugins may run them (framework.PluginsRunner)."""
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+    ) -> tuple[FilterOutcome, Status | None]: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, added: Pod, slot: int
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, removed: Pod, slot: int
+    ) -> Status | None: ...
+
+    def filters_node_local(self, state: CycleState) -> bool: ...
+
+
 class Handle(Protocol):
     """What the framework offers plugins at construction (framework.Handle)."""
 
@@ -56,6 +87,11 @@ class Handle(Protocol):
 
     @property
     def profile_name(self) -> str: ...
+
+    @property
+    def runner(self) -> PluginsRunner:
+        """The profile's framework, for plugins that run other plugins (preemption)."""
+        ...
 
     def waiting_pod(self, uid: str) -> Any: ...
 

@@ -21,6 +21,7 @@ from harmonic.framework.interface import (
     PermitPlugin,
     Plugin,
     PluginError,
+    PodNominator,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -85,6 +86,8 @@ class Framework:
         self.pre_bind_plugins = at("preBind", PreBindPlugin)
         self.bind_plugins = at("bind", BindPlugin)
         self.post_bind_plugins = at("postBind", PostBindPlugin)
+        self._nominated_key: tuple[int, int, str, int] | None = None
+        self._nominated: tuple[dict[int, str], np.ndarray, dict[int, list[Pod]]] = ({}, np.zeros(0, bool), {})
 
     # ------------------------------------------------------------------ queue
     def events_to_register(self) -> dict[str, Sequence[EventWithHint]]:
@@ -176,12 +179,197 @@ class Framework:
         table.extend(sorted(index, key=index.__getitem__))
         return outcome, None
 
+    # ------------------------------------------------------------------ nominated pods, PreFilter extensions
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, added: Pod, slot: int
+    ) -> Status | None:
+        """AddPod of every PreFilter plugin with extensions that did not Skip (RunPreFilterExtensionAddPod)."""
+        return self._run_extension("AddPod", state, pod, added, slot)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, removed: Pod, slot: int
+    ) -> Status | None:
+        """RemovePod of every PreFilter plugin with extensions that did not Skip."""
+        return self._run_extension("RemovePod", state, pod, removed, slot)
+
+    def _run_extension(self, op: str, state: CycleState, pod: Pod, other: Pod, slot: int) -> Status | None:
+        for pl in self.pre_filter_plugins:
+            if not pl.has_extensions or pl.name in state.skip_filter:
+                continue
+            try:
+                if op == "AddPod":
+                    st = pl.add_pod(state, pod, other, slot)
+                else:
+                    st = pl.remove_pod(state, pod, other, slot)
+            except PluginError as e:
+                st = Status(Code.ERROR, str(e))
+            if st is not None and not st.is_success:
+                # Go's %q quotes the plugin name with double quotes.
+                msg = f'running {op} on PreFilter plugin "{pl.name}": {st.message}'
+                return Status(Code.ERROR, msg, plugin=pl.name)
+        return None
+
+    def filters_node_local(self, state: CycleState) -> bool:
+        """True when no PreFilter plugin that ran keeps AddPod/RemovePod-maintained cluster-wide state, so
+        a node's filter verdict depends only on ``state`` and that node's row of the snapshot: hypothetical
+        pods may then be added to or removed from many nodes at once and all of them filtered together."""
+        return not any(
+            pl.has_extensions and pl.name not in state.skip_filter for pl in self.pre_filter_plugins
+        )
+
+    def nominated_pods_on(self, snap: Snapshot, pod: Pod, slots: np.ndarray) -> dict[int, list[Pod]]:
+        """Pods nominated to the nodes at ``slots`` with priority >= ``pod``'s, ``pod`` itself excluded."""
+        nominator = self._nominator()
+        if nominator is None or len(nominator) == 0:
+            return {}
+        # Filtering asks many times per cycle (and per preemption dry-run round): derive the nominated
+        # slots once per state of the nominations and nodes, and each slot's pods once per pod.
+        key = (nominator.version, snap.node_generation, pod.uid, pod.priority)
+        if self._nominated_key != key:
+            names = {snap.slot_of[n]: n for n in nominator.nodes() if snap.has_node(n)}
+            mask = np.zeros(snap.capacity, dtype=bool)
+            mask[list(names)] = True
+            self._nominated = (names, mask, {})
+            self._nominated_key = key
+        names, mask, memo = self._nominated
+        out: dict[int, list[Pod]] = {}
+        for s in slots[mask[slots]].tolist():
+            pods = memo.get(s)
+            if pods is None:
+                pods = memo[s] = [
+                    p
+                    for p in nominator.nominated_pods_for_node(names[s])
+                    if p.priority >= pod.priority and p.uid != pod.uid
+                ]
+            if pods:
+                out[s] = pods
+        return out
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+    ) -> tuple[FilterOutcome, Status | None]:
+        """RunFilterPluginsWithNominatedPods: a node with nominated pods of equal or higher priority must
+        pass the filters twice, once as if those pods ran there (added in place, with AddPod on a cloned
+        state) and once without them, since they may still go elsewhere. Other nodes are filtered once."""
+        nominated = self.nominated_pods_on(snap, pod, slots)
+        if not nominated:
+            return self.run_filters(state, pod, snap, slots)
+        is_special = np.zeros(snap.capacity, dtype=bool)
+        is_special[list(nominated)] = True
+        is_special = is_special[slots]
+        parts: list[tuple[np.ndarray, FilterOutcome]] = []
+        plain_at = np.flatnonzero(~is_special)
+        if len(plain_at):
+            out, st = self.run_filters(state, pod, snap, slots[plain_at])
+            if st is not None:
+                return out, st
+            parts.append((plain_at, out))
+        special_at = np.flatnonzero(is_special)
+        if self.filters_node_local(state):
+            st = self._filter_nominated_together(state, pod, snap, slots, special_at, nominated, parts)
+        else:
+            st = self._filter_nominated_one_by_one(state, pod, snap, slots, special_at, nominated, parts)
+        if st is not None:
+            return self._merge(slots, []), st
+        return self._merge(slots, parts), None
+
+    def _filter_nominated_together(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snap: Snapshot,
+        slots: np.ndarray,
+        at: np.ndarray,
+        nominated: dict[int, list[Pod]],
+        parts: list[tuple[np.ndarray, FilterOutcome]],
+    ) -> Status | None:
+        added = _add_in_place(snap, [(int(s), nominated[int(s)]) for s in slots[at]])
+        try:
+            with_pods, st = self.run_filters(state, pod, snap, slots[at])
+        finally:
+            _remove_in_place(snap, added)
+        if st is not None:
+            return st
+        parts.append((at, with_pods))
+        passed = at[with_pods.codes == 0]
+        if len(passed):
+            without, st = self.run_filters(state, pod, snap, slots[passed])
+            if st is not None:
+                return st
+            parts.append((passed, without))
+        return None
+
+    def _filter_nominated_one_by_one(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snap: Snapshot,
+        slots: np.ndarray,
+        at: np.ndarray,
+        nominated: dict[int, list[Pod]],
+        parts: list[tuple[np.ndarray, FilterOutcome]],
+    ) -> Status | None:
+        for i in at.tolist():
+            slot = int(slots[i])
+            one = slots[i : i + 1]
+            copy = state.clone()
+            added = _add_in_place(snap, [(slot, nominated[slot])])
+            try:
+                st = None
+                for _, p in added:
+                    st = self.run_pre_filter_extension_add_pod(copy, pod, p, slot)
+                    if st is not None:
+                        break
+                if st is None:
+                    with_pods, st = self.run_filters(copy, pod, snap, one)
+            finally:
+                _remove_in_place(snap, added)
+            if st is not None:
+                return st
+            parts.append((np.asarray([i]), with_pods))
+            if with_pods.codes[0] == 0:
+                without, st = self.run_filters(state, pod, snap, one)
+                if st is not None:
+                    return st
+                parts.append((np.asarray([i]), without))
+        return None
+
+    def _merge(self, slots: np.ndarray, parts: list[tuple[np.ndarray, FilterOutcome]]) -> FilterOutcome:
+        """One outcome aligned with ``slots`` from outcomes of subsets (positions into ``slots``)."""
+        n = len(slots)
+        codes = np.zeros(n, dtype=np.int8)
+        plugin_ids = np.zeros(n, dtype=np.int16)
+        reason_ids = np.zeros(n, dtype=np.int32)
+        index: dict[tuple[str, ...], int] = {}
+        for pos, out in parts:
+            failed = out.codes != 0
+            if not failed.any():
+                continue
+            remap = np.fromiter(
+                (index.setdefault(r, len(index)) for r in out.reasons), dtype=np.int32, count=len(out.reasons)
+            )
+            at = pos[failed]
+            codes[at] = out.codes[failed]
+            plugin_ids[at] = out.plugin_ids[failed]
+            reason_ids[at] = remap[out.reason_ids[failed]]
+        table = sorted(index, key=index.__getitem__)
+        return FilterOutcome(slots, codes, plugin_ids, reason_ids, table, self.filter_names)
+
+    def _nominator(self) -> PodNominator | None:
+        try:
+            nominator: PodNominator = self.handle.service("nominator")
+        except KeyError:
+            return None
+        return nominator
+
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
-        """PostFilter plugins until one succeeds or errors (RunPostFilterPlugins)."""
+        """PostFilter plugins until one succeeds or errors (RunPostFilterPlugins). A rejecting plugin's
+        result (a nomination to set or clear) is kept unless a later one gives another."""
         reasons: list[str] = []
         rejector = ""
+        kept: PostFilterResult | None = None
         for pl in self.post_filter_plugins:
             result, st = pl.post_filter(state, pod, diagnosis)
             if st is None or st.is_success:
@@ -190,11 +378,13 @@ class Framework:
                 return result, st.with_plugin(pl.name)
             if st.code != Code.UNSCHEDULABLE:
                 return None, Status(Code.ERROR, st.message, plugin=pl.name)
+            if result is not None:
+                kept = result
             reasons.extend(st.reasons)
             rejector = rejector or pl.name
         if not self.post_filter_plugins:
             return None, None
-        return None, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+        return kept, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     # ------------------------------------------------------------------ scoring
     def run_pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
@@ -312,3 +502,15 @@ class Framework:
 
     def plugin(self, name: str) -> Any:
         return self.plugins[name]
+
+
+def _add_in_place(snap: Snapshot, per_slot: list[tuple[int, list[Pod]]]) -> list[tuple[int, Pod]]:
+    """Account pods on nodes of the shared snapshot for a what-if evaluation; ``_remove_in_place`` undoes
+    it (pods appended last, removed again, so each node's pod order is unchanged afterwards)."""
+    added = [(slot, p) for slot, pods in per_slot for p in pods if p.uid not in snap.pods[slot]]
+    snap.add_pods_at(added)
+    return added
+
+
+def _remove_in_place(snap: Snapshot, added: list[tuple[int, Pod]]) -> None:
+    snap.remove_pods_at(added)

@@ -6,6 +6,7 @@ from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
 from harmonic.plugins.defaultbinder import DefaultBinder
+from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
@@ -16,6 +17,7 @@ from harmonic.plugins.tainttoleration import TaintToleration
 
 IN_TREE = (
     DefaultBinder,
+    DefaultPreemption,
     NodeName,
     NodeResourcesFit,
     NodeUnschedulable,

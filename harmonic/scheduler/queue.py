@@ -122,12 +122,15 @@ class SchedulingQueue:
             return
         qp_u = self._unschedulable.get(uid)
         if qp_u is not None:
+            # Without the old object, the queued one is the previous version: a status-only change (a
+            # nominated node written by the scheduler itself) must not requeue the pod.
+            previous = qp_u.pod if old is None else old
             qp_u.pod = new
             if qp_u.gated is not None:
                 del self._unschedulable[uid]
                 self._enqueue_active_or_gated(qp_u)
                 return
-            if old is None or _spec_changed(old, new):
+            if _spec_changed(previous, new):
                 del self._unschedulable[uid]
                 self._to_active_or_backoff(qp_u)
             return

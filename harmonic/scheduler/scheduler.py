@@ -25,7 +25,7 @@ from harmonic.api.node import Node, parse_node
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.diagnosis import Diagnosis
+from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import (
     Action,
     ClusterEvent,
@@ -33,7 +33,7 @@ from harmonic.framework.events import (
     node_update_action,
     pod_update_action,
 )
-from harmonic.framework.interface import Clock, QueuedPodInfo
+from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
@@ -41,6 +41,7 @@ from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache
 from harmonic.scheduler.client import SchedulerClient
 from harmonic.scheduler.clock import RealClock
+from harmonic.scheduler.nominator import Nominator
 from harmonic.scheduler.queue import SchedulingQueue
 from harmonic.scheduler.waiting import WaitingPod
 
@@ -148,6 +149,10 @@ class _ProfileHandle:
     def profile_name(self) -> str:
         return self._profile
 
+    @property
+    def runner(self) -> PluginsRunner:
+        return self._sched.frameworks[self._profile]
+
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._sched.waiting_pods.get(uid)
 
@@ -178,6 +183,8 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.binder: Binder = binder or InlineBinder()
         self.services: dict[str, Any] = dict(services or {})
+        self.nominator = Nominator()
+        self.services.setdefault("nominator", self.nominator)
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -273,6 +280,7 @@ class Scheduler:
             prev = self.cache.pod(uid)
             was_assumed = self.cache.is_assumed(uid)
             self.queue.delete(pod)
+            self.nominator.delete(pod)
             if prev is None:
                 self.cache.add_pod(pod)
                 self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD), None, pod)
@@ -288,8 +296,10 @@ class Scheduler:
             return
         if pod.deleting:
             self.queue.delete(pod)
+            self.nominator.delete(pod)
             return
         self.queue.update(None, pod) if self.queue.has(uid) else self.queue.add(pod)
+        self.nominator.update(pod)
 
     def _handle_pod_delete(self, raw: Mapping[str, Any], pod: Pod | None = None) -> None:
         meta = raw.get("metadata") or {}
@@ -308,6 +318,7 @@ class Scheduler:
             except ObjectError:
                 return
         self.queue.delete(pod)
+        self.nominator.delete(pod)
 
     def _reject_malformed(self, raw: Mapping[str, Any], err: ObjectError) -> None:
         """A pod we cannot parse is never silently dropped: it gets a FailedScheduling event."""
@@ -389,6 +400,7 @@ class Scheduler:
         node_name = snap.node(fit.node_slot).name
         assumed = _with_node(pod, node_name)
         self.cache.assume(assumed, node_name)
+        self.nominator.delete(pod)
         st = fw.run_reserve(state, assumed, node_name)
         if st is not None:
             fw.run_unreserve(state, assumed, node_name)
@@ -440,6 +452,10 @@ class Scheduler:
                 diagnosis.unschedulable_plugins.add(st.plugin)
             return None, st, diagnosis
 
+        fit, nominated_failed = self._evaluate_nominated_node(fw, state, pod)
+        if fit is not None:
+            return fit, None, None
+
         candidates = all_slots
         if pre is not None and pre.node_names is not None:
             wanted = [snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]
@@ -451,6 +467,9 @@ class Scheduler:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]"
             )
             diagnosis.absent_count = num_all - len(candidates)
+            if nominated_failed is not None and not np.isin(nominated_failed.slots, candidates).any():
+                diagnosis.add(nominated_failed)
+                diagnosis.absent_count -= 1
 
         feasible, processed, st = self._find_feasible(fw, state, pod, candidates, diagnosis)
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
@@ -476,6 +495,27 @@ class Scheduler:
         pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
         return _Fit(int(feasible[pick]), evaluated, len(feasible)), None, None
 
+    def _evaluate_nominated_node(
+        self, fw: Framework, state: CycleState, pod: Pod
+    ) -> tuple[_Fit | None, FilterOutcome | None]:
+        """evaluateNominatedNode: a pod nominated by an earlier preemption most likely fits only there,
+        so that node is tried first (PreFilter's node subset does not apply to it). Returns the fit, or
+        the node's failed filter outcome, or neither (no usable nomination, or an error, logged)."""
+        snap = self.cache.snapshot
+        nnn = pod.nominated_node_name
+        if not nnn or not snap.has_node(nnn):
+            return None, None
+        one = np.asarray([snap.slot(nnn)], dtype=np.int64)
+        if not fw.filter_plugins:
+            return _Fit(int(one[0]), 1, 1), None
+        outcome, st = fw.run_filters_with_nominated_pods(state, pod, snap, one)
+        if st is not None:
+            log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
+            return None, None
+        if outcome.codes[0] == 0:
+            return _Fit(int(one[0]), 1, 1), None
+        return None, outcome
+
     def _find_feasible(
         self, fw: Framework, state: CycleState, pod: Pod, candidates: np.ndarray, diagnosis: Diagnosis
     ) -> tuple[np.ndarray, int, Status | None]:
@@ -498,7 +538,7 @@ class Scheduler:
         chunk = to_find
         while pos < n and num_found < to_find:
             part = ordered[pos : pos + chunk]
-            outcome, st = fw.run_filters(state, pod, self.cache.snapshot, part)
+            outcome, st = fw.run_filters_with_nominated_pods(state, pod, self.cache.snapshot, part)
             if st is not None:
                 return candidates[:0], pos + len(part), st
             passed_at = np.flatnonzero(outcome.codes == 0)
@@ -528,10 +568,13 @@ class Scheduler:
         start: float,
     ) -> ScheduleResult:
         pod = qp.pod
+        # What to do with the pod's nominated node: None keeps it, "" clears it, a name nominates.
+        nominated: str | None = ""
         if diagnosis is not None:
             if fw.post_filter_plugins:
-                _, pst = fw.run_post_filter(state, pod, diagnosis)
+                post, pst = fw.run_post_filter(state, pod, diagnosis)
                 diagnosis.post_filter_msg = pst.message if pst is not None else ""
+                nominated = post.nominated_node_name if post is not None else None
             message = diagnosis.message()
             qp.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qp.pending_plugins = set(diagnosis.pending_plugins)
@@ -549,6 +592,7 @@ class Scheduler:
         log.info("pod %s is unschedulable: %s", pod.key, message)
         self.queue.add_unschedulable(qp)
         self.client.report_failure(pod, reason, message)
+        self._record_nomination(pod, nominated)
         res = ScheduleResult(pod, None, status, message=message)
         if self.results is not None:
             self.results(res)
@@ -604,6 +648,16 @@ class Scheduler:
         reason = REASON_UNSCHEDULABLE if st.is_rejected else REASON_SCHEDULER_ERROR
         self.queue.add_unschedulable(qp)
         self.client.report_failure(qp.pod, reason, st.message)
+        self._record_nomination(qp.pod, "")
+
+    def _record_nomination(self, pod: Pod, nominated: str | None) -> None:
+        """After a failed attempt: remember the pod's nomination (AddNominatedPod) and write a changed
+        ``status.nominatedNodeName`` through the client. ``None`` keeps what the pod has."""
+        self.nominator.add(pod, nominated)
+        if nominated is not None and nominated != pod.nominated_node_name:
+            st = self.client.set_nominated_node(pod, nominated)
+            if st is not None and not st.is_success:
+                log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
 
 
 def _with_node(pod: Pod, node_name: str) -> Pod:

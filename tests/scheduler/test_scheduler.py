@@ -17,8 +17,12 @@ def test_fit_error_message_counts_reasons_like_kube_scheduler():
     h.schedule()
     assert h.placement() == {}
     # Go's sort.Strings over "<count> <reason>": byte order, so "2 I..." < "2 n..." < "3 I...".
+    # DefaultPreemption (default profile) appends its own FitError: the tainted nodes' rejection is
+    # unresolvable, the others have no lower-priority pod to evict.
     assert h.failure("big") == (
         "0/5 nodes are available: 2 Insufficient memory, 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
+        " preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling,"
+        " 3 No preemption victims found for incoming pod.."
     )
 
 
@@ -34,7 +38,10 @@ def test_pods_spread_by_least_allocated_and_never_overcommit():
     pending = [k for k in (f"default/p{i}" for i in range(7)) if k not in placed]
     assert len(pending) == 1
     name = pending[0].split("/")[1]
-    assert h.failure(name) == "0/3 nodes are available: 3 Insufficient cpu."
+    assert h.failure(name) == (
+        "0/3 nodes are available: 3 Insufficient cpu."
+        " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    )
 
 
 def test_same_seed_same_decisions():
