@@ -250,6 +250,18 @@ def test_add_remove_pod_on_a_clone_leave_the_original_alone() -> None:
     )
 
 
+def test_preemption_evicts_the_pods_that_make_the_skew() -> None:
+    """Only spreading blocks the pod on a; DefaultPreemption's dry run (RemovePod on our state) must
+    find that evicting both lower-priority matching pods there lets it fit (b is tainted: unresolvable)."""
+    h = Harness()
+    h.add_nodes([node("a").zone("z1").obj(), node("b").zone("z2").taint("dedicated").obj()])
+    h.add_pods(pod(f"low-{i}").label("app", "web").priority(0).node("a").obj() for i in range(2))
+    h.add_pods([pod("high").label("app", "web").priority(100).spread(1, ZONE, selector=APP).obj()])
+    h.settle(30)
+    assert h.placement() == {"default/high": "a"}
+    assert sorted(e.name for e in h.cluster.events if e.reason == "Preempted") == ["low-0", "low-1"]
+
+
 def _hint_plugin() -> tuple[PodTopologySpread, Any]:
     plugin, p, _ = _plugin_case(
         pod("p").label("app", "web").spread(1, ZONE, selector=APP, nodeTaintsPolicy="Honor").obj(), []
