@@ -1,5 +1,5 @@
 """PodTopologySpread behaviour beyond upstream's tables: the scheduler loop, defaults from workloads,
-AddPod/RemovePod with cloned state, errors and queueing hints."""
+AddPod/RemovePod with cloned state and preemption, errors."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
 from harmonic.api.selectors import IN, LabelSelector, Requirement
 from harmonic.api.workloads import WorkloadIndex
 from harmonic.conformance import build
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Hint
 from harmonic.framework.interface import PluginError
 from harmonic.framework.status import Code
 from harmonic.plugins.podtopologyspread import (
@@ -260,44 +258,3 @@ def test_preemption_evicts_the_pods_that_make_the_skew() -> None:
     h.settle(30)
     assert h.placement() == {"default/high": "a"}
     assert sorted(e.name for e in h.cluster.events if e.reason == "Preempted") == ["low-0", "low-1"]
-
-
-def _hint_plugin() -> tuple[PodTopologySpread, Any]:
-    plugin, p, _ = _plugin_case(
-        pod("p").label("app", "web").spread(1, ZONE, selector=APP, nodeTaintsPolicy="Honor").obj(), []
-    )
-    return plugin, p
-
-
-def test_pod_change_hints() -> None:
-    plugin, p = _hint_plugin()
-    bound = parse_pod(pod("q").label("app", "web").node("a").obj())
-    other = parse_pod(pod("q").label("app", "db").node("a").obj())
-    elsewhere = parse_pod(pod("q").ns("other").label("app", "web").node("a").obj())
-    pending = parse_pod(pod("q").label("app", "web").obj())
-    hint = plugin._after_pod_change
-    assert hint(p, None, bound) == Hint.QUEUE
-    assert hint(p, bound, None) == Hint.QUEUE
-    assert hint(p, None, other) == Hint.SKIP
-    assert hint(p, None, elsewhere) == Hint.SKIP
-    assert hint(p, None, pending) == Hint.SKIP
-    assert hint(p, other, bound) == Hint.QUEUE
-    assert (
-        hint(p, bound, parse_pod(pod("q").label("app", "web").label("x", "y").node("a").obj())) == Hint.SKIP
-    )
-    tolerating = parse_pod(pod("p").label("app", "web").spread(1, ZONE, selector=APP).tolerate("k").obj())
-    assert hint(p, p, tolerating) == Hint.QUEUE
-
-
-def test_node_change_hints() -> None:
-    plugin, p = _hint_plugin()
-    hint = plugin._after_node_change
-    zoned = parse_node(node("a").zone("z1").obj())
-    bare = parse_node(node("a").obj())
-    assert hint(p, None, zoned) == Hint.QUEUE
-    assert hint(p, None, bare) == Hint.SKIP
-    assert hint(p, zoned, None) == Hint.QUEUE
-    assert hint(p, bare, zoned) == Hint.QUEUE
-    assert hint(p, zoned, parse_node(node("a").zone("z2").obj())) == Hint.QUEUE
-    assert hint(p, zoned, parse_node(node("a").zone("z1").taint("k").obj())) == Hint.QUEUE
-    assert hint(p, zoned, parse_node(node("a").zone("z1").label("x", "y").obj())) == Hint.SKIP
