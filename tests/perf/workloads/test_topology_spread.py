@@ -1,5 +1,4 @@
-"""Topology spreading and MixedSchedulingBasePod scheduler_perf workloads at upstream's integration-test
-size (5 nodes)."""
+"""The topology spreading scheduler_perf workloads at upstream's integration-test size (5 nodes)."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ from harmonic.testing.harness import Harness
 )
 def test_workload_schedules_every_measured_pod(name: str) -> None:
     factory, _ = WORKLOADS[name]
-    result = run_workload(factory(5, 2, 10), default_registry())
-    init = 2 * 5 if name == "MixedSchedulingBasePod" else 2  # Mixed creates init pods per template
-    assert (result.nodes, result.init_pods, result.scheduled) == (5, init, 10)
+    result = run_workload(factory(5, 10, 10), default_registry())
+    assert (result.nodes, result.init_pods, result.scheduled) == (5, 10, 10)
 
 
 def test_measured_pods_respect_the_zone_constraint() -> None:
