@@ -34,7 +34,7 @@ class Harness:
             self.cluster,
             clock=self.clock,
             seed=seed,
-            services={"pdbs": self.cluster.list_pdbs, **(services or {})},
+            services={**self.cluster.scheduler_services(), **(services or {})},
         )
         self.cluster.connect(self.scheduler)
 
