@@ -19,6 +19,7 @@ from typing import Any
 
 from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.cluster.defaults import default_node, default_pod
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.client import truncate_event_message
@@ -59,6 +60,8 @@ class InMemoryCluster:
         self.binds = 0
         #: PodDisruptionBudgets by namespace/name: (manifest, compiled view).
         self.pdbs: dict[str, tuple[Obj, PodDisruptionBudget]] = {}
+        #: Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+        self.workloads = WorkloadIndex()
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -148,6 +151,19 @@ class InMemoryCluster:
 
     def pending_pods(self) -> list[Obj]:
         return [p for p in self.pods.values() if not (p.get("spec") or {}).get("nodeName")]
+
+    # ------------------------------------------------------------------ workload objects
+    def apply_workload(self, raw: Obj) -> None:
+        """Create or replace a Service, ReplicationController, ReplicaSet or StatefulSet. Only their
+        selectors are kept: plugins read them through the ``workloads`` handle service."""
+        self.workloads.apply(raw)
+
+    def delete_workload(self, kind: str, namespace: str, name: str) -> None:
+        self.workloads.delete(kind, namespace, name)
+
+    def scheduler_services(self) -> dict[str, Any]:
+        """The handle services this cluster offers a scheduler's plugins."""
+        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs}
 
     # ------------------------------------------------------------------ SchedulerClient
     def bind(self, pod: Pod, node_name: str) -> Status | None:

@@ -35,7 +35,7 @@ class Harness:
             self.cluster,
             clock=self.clock,
             seed=seed,
-            services={"pdbs": self.cluster.list_pdbs, **(services or {})},
+            services={**self.cluster.scheduler_services(), **(services or {})},
             binder=binder,
         )
         self.cluster.connect(self.scheduler)
