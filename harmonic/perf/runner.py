@@ -56,6 +56,8 @@ class Workload:
     #: Handle services the scheduler gets (e.g. Harmonic's models), built fresh per run.
     services: Callable[[], dict[str, Any]] | None = None
     churn: Churn | None = None
+    #: Services, ReplicaSets, ... created before the nodes (their selectors drive default spreading).
+    objects: Callable[[], Iterable[Obj]] = tuple
 
 
 @dataclass
@@ -91,7 +93,11 @@ def run_workload(
     )
     clock = ManualClock()
     cluster = InMemoryCluster(clock.now)
-    services = workload.services() if workload.services is not None else None
+    for obj in workload.objects():
+        cluster.apply_workload(obj)
+    services = cluster.scheduler_services()
+    if workload.services is not None:
+        services.update(workload.services())
     sched = Scheduler(config, registry, cluster, clock=clock, seed=seed, services=services)
     cluster.connect(sched)
     nodes = 0

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harmonic.perf.runner import Workload
-from harmonic.perf.workloads import basic, harmony, node_affinity, preemption
+from harmonic.perf.workloads import (
+    basic,
+    harmony,
+    mixed,
+    node_affinity,
+    preemption,
+    topology_spread,
+    unschedulable,
+)
 
 #: name -> (factory(nodes, init_pods, pods), default sizes (nodes, init pods, measured pods))
 WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, int]]] = {
@@ -13,4 +21,7 @@ WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, 
     **harmony.WORKLOADS,
     **node_affinity.WORKLOADS,
     **preemption.WORKLOADS,
+    **topology_spread.WORKLOADS,
+    **mixed.WORKLOADS,
+    **unschedulable.WORKLOADS,
 }
