@@ -115,15 +115,23 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         super().__init__(args, handle)
         self.cfg: DissonanceArgs = args
         self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
+        self._model: DissonanceModel | None = None
         self._load = ClassLoad(handle.snapshot)
+        self._inv_key: tuple[int, int] | None = None
+        self._inv = np.zeros(0)
+        self._weight_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def model(self) -> DissonanceModel:
-        try:
-            m: DissonanceModel = self.handle.service(MODEL_SERVICE)
-            return m
-        except KeyError:
-            return self._own_model
+        """The ``dissonance`` service's model when the scheduler offers one (the feedback loop updates
+        it), else the model built from this plugin's args. Services are fixed when the scheduler is
+        built, so the lookup happens once."""
+        if self._model is None:
+            try:
+                self._model = self.handle.service(MODEL_SERVICE)
+            except KeyError:
+                self._model = self._own_model
+        return self._model
 
     def intensity(self, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
         """[len(slots), classes]: share of each node's CPU held by each class."""
@@ -156,30 +164,55 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_LIMIT)
 
     # ------------------------------------------------------------------ score
+    def _inv_alloc(self, snap: Snapshot) -> np.ndarray:
+        """1 / allocatable CPU per slot (0 where none), rebuilt only when nodes change."""
+        if self._inv_key != (snap.node_generation, snap.capacity):
+            alloc = snap.allocatable[:, CPU_COL]
+            self._inv = np.divide(1.0, alloc, out=np.zeros(len(alloc), dtype=np.float64), where=alloc > 0)
+            self._inv_key = (snap.node_generation, snap.capacity)
+        return self._inv
+
+    def _weights(self, model: DissonanceModel, ci: int) -> tuple[np.ndarray, np.ndarray]:
+        """[2 * classes, 2] columns for the load table — what the pod suffers and what it inflicts per
+        unit of its CPU — then the latency-critical slowdown column; cached per model version."""
+        key = (id(model), model.version, ci)
+        hit = self._weight_cache.get(key)
+        if hit is None:
+            n = len(CLASSES)
+            lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+            suffer = np.zeros((2 * n, 2))
+            suffer[:n, 0] = model.importance[ci] * model.matrix[ci]
+            suffer[:n, 1] = model.matrix[lc]
+            inflict = np.zeros(2 * n)
+            inflict[n:] = model.importance * model.matrix[:, ci]
+            hit = self._weight_cache[key] = (suffer, inflict)
+        return hit
+
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         model = self.model
         ci = CLASS_INDEX[classify(pod)]
-        # suffered = (cpu by class . M[c]) * importance[c] / alloc; inflicted = (count by class .
-        # importance * M[:, c]) * pod cpu / alloc: one gather and one mat-vec for both.
-        coef = np.concatenate(
-            (model.importance[ci] * model.matrix[ci], (model.importance * model.matrix[:, ci]) * _cpu(pod))
-        )
-        alloc = snap.allocatable[slots, CPU_COL]
-        inv_alloc = np.divide(1.0, alloc, out=np.zeros(len(slots), dtype=np.float64), where=alloc > 0)
-        rows = self._load.table[slots]
-        cost = (rows @ coef) * inv_alloc
         lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+        suffer, inflict = self._weights(model, ci)
+        inv_alloc = self._inv_alloc(snap)[slots]
+        rows = self._load.table[slots]
+        cpu = _cpu(pod)
+        # suffered = (cpu by class . importance[c] M[c]) / alloc; inflicted = (count by class .
+        # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
+        both = rows @ suffer
+        cost = (both[:, 0] + (rows @ inflict) * cpu) * inv_alloc
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
             # node gets falls from ``anticipated`` on a clean node to 0 once its predicted
             # latency-critical slowdown reaches the tolerance. Harm to them is a cost now, which
             # packs aggressors together and keeps clean nodes clean.
-            lc_slowdown = (rows[:, : len(CLASSES)] @ model.matrix[lc]) * inv_alloc
-            expected = self.cfg.anticipated_latency_critical * np.clip(
-                1.0 - lc_slowdown / self.cfg.latency_critical_tolerance, 0.0, 1.0
-            )
-            cost += model.importance[lc] * model.matrix[lc, ci] * _cpu(pod) * inv_alloc * expected
-        state.write(_PRESCORE_KEY, np.floor(cost * _RESOLUTION + 0.5).astype(np.int64))
+            room = 1.0 - both[:, 1] * inv_alloc * (1.0 / self.cfg.latency_critical_tolerance)
+            np.maximum(room, 0.0, out=room)
+            np.minimum(room, 1.0, out=room)
+            factor = self.cfg.anticipated_latency_critical * model.importance[lc] * model.matrix[lc, ci] * cpu
+            cost += room * inv_alloc * factor
+        cost *= _RESOLUTION
+        cost += 0.5
+        state.write(_PRESCORE_KEY, cost.astype(np.int64))  # costs are >= 0: truncation rounds half up
         return None
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:

@@ -45,6 +45,9 @@ CLASS_INDEX = {c: i for i, c in enumerate(CLASSES)}
 
 
 def _is_best_effort(pod: Pod) -> bool:
+    """QoS BestEffort: no container requests or limits anything (zero quantities do not count)."""
+    if any(v > 0 for v in pod.requests.values()):
+        return False
     for c in [*(pod.spec.get("containers") or ()), *(pod.spec.get("initContainers") or ())]:
         res = c.get("resources") or {}
         if res.get("requests") or res.get("limits"):

@@ -1,9 +1,12 @@
 """SchedulingBasic with workload identities and an affinity graph, to price Harmonic's plugins.
 
-Pods carry ``app: w<k>`` labels for ``workloads`` workloads (round-robin), so CommunicationAffinity
-finds peers for every pod; the graph has ``edges`` random edges (seeded) between those workloads.
-The same workload runs under kube-scheduler's default profile (``SchedulingBasicLabelled``) and under
-the default profile plus CommunicationAffinity and Dissonance (``SchedulingBasicHarmony``).
+- ``SchedulingBasicGraph``: upstream's SchedulingBasic as it is (pods without workload labels) under
+  the default profile plus CommunicationAffinity and Dissonance, with a graph of ``workloads``
+  workloads and ``edges`` random edges (seeded) loaded: the price of the plugins and the graph when
+  pods are not in it; compare with ``SchedulingBasic``.
+- ``SchedulingBasicLabelled`` / ``SchedulingBasicHarmony``: the same pods labelled ``app: w<k>`` for
+  the graph's workloads (round-robin), so every pod has ~40 peers to weigh; under kube-scheduler's
+  default profile and under the harmonic one. The stress case.
 """
 
 from __future__ import annotations
@@ -38,12 +41,15 @@ HARMONY_CONFIG: dict[str, Any] = {
 }
 
 
-def _pods(n: int, prefix: str, workloads: int) -> Callable[[], Iterator[dict[str, Any]]]:
+def _pods(
+    n: int, prefix: str, workloads: int, labelled: bool = True
+) -> Callable[[], Iterator[dict[str, Any]]]:
     def gen() -> Iterator[dict[str, Any]]:
         t = pod_template()
         for i in range(n):
             p = named(t, f"{prefix}-{i}", NAMESPACE)
-            p["metadata"]["labels"] = {"app": f"w{i % workloads}"}
+            if labelled:
+                p["metadata"]["labels"] = {"app": f"w{i % workloads}"}
             yield p
 
     return gen
@@ -69,13 +75,20 @@ def graph_service(workloads: int, edges: int, seed: int = 1) -> GraphService:
 
 
 def _workload(
-    name: str, nodes: int, init_pods: int, pods: int, harmony: bool, workloads: int, edges: int
+    name: str,
+    nodes: int,
+    init_pods: int,
+    pods: int,
+    harmony: bool,
+    workloads: int,
+    edges: int,
+    labelled: bool = True,
 ) -> Workload:
     return Workload(
         name=name,
         nodes=nodes_from(nodes, node_template()),
-        init_pods=_pods(init_pods, "init-pod", workloads),
-        measured_pods=_pods(pods, "pod", workloads),
+        init_pods=_pods(init_pods, "init-pod", workloads, labelled),
+        measured_pods=_pods(pods, "pod", workloads, labelled),
         num_measured=pods,
         config=HARMONY_CONFIG if harmony else None,
         params={
@@ -97,7 +110,12 @@ def harmony(nodes: int, init_pods: int, pods: int) -> Workload:
     return _workload("SchedulingBasicHarmony", nodes, init_pods, pods, True, 1000, 20000)
 
 
+def with_graph(nodes: int, init_pods: int, pods: int) -> Workload:
+    return _workload("SchedulingBasicGraph", nodes, init_pods, pods, True, 1000, 20000, labelled=False)
+
+
 WORKLOADS = {
+    "SchedulingBasicGraph": (with_graph, (5000, 1000, 10000)),
     "SchedulingBasicLabelled": (labelled, (5000, 1000, 10000)),
     "SchedulingBasicHarmony": (harmony, (5000, 1000, 10000)),
 }
