@@ -9,6 +9,7 @@ from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.imagelocality import ImageLocality
+from harmonic.plugins.interpodaffinity import InterPodAffinity
 from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
@@ -23,6 +24,7 @@ IN_TREE = (
     DefaultBinder,
     DefaultPreemption,
     ImageLocality,
+    InterPodAffinity,
     NodeAffinity,
     NodeName,
     NodePorts,
