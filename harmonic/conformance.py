@@ -3,7 +3,8 @@
 The case format is documented in ``shared/conformance/README.md``: a plugin name, its args, a pod,
 nodes and existing pods; ``kind`` is ``filter`` or ``score``. A case may also list ``objects``
 (Services, ReplicationControllers, ReplicaSets, StatefulSets), offered to the plugin as the
-``"workloads"`` handle service. ``evaluate`` returns, per node, the final
+``"workloads"`` handle service, and ``namespaces`` (name -> labels), offered as the ``"namespaces"``
+service. ``evaluate`` returns, per node, the final
 score (after NormalizeScore, before weights) or the filter status ``{"code", "reasons"}``. It never
 reads the case's ``expected``.
 
@@ -144,6 +145,9 @@ def build(
         snap.add_pod(p, p.node_name)
     pod = parse_pod(case["pod"])
     services = dict(case.get("services") or {})
+    if case.get("namespaces") is not None:
+        # Namespace name -> labels, as upstream's namespace informer holds them (namespaceSelector).
+        services["namespaces"] = {str(k): dict(v or {}) for k, v in case["namespaces"].items()}
     if case.get("objects"):
         # Services, ReplicationControllers, ReplicaSets, StatefulSets of the case, as upstream's informers.
         services[SERVICE_NAME] = WorkloadIndex.from_objects(case["objects"])
