@@ -11,8 +11,15 @@ import pytest
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
 from harmonic.api.selectors import IN, NOT_IN, Requirement
-from harmonic.conformance import evaluate
+from harmonic.conformance import evaluate, preemption_setup
+from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.snapshot import Snapshot
+from harmonic.plugins.interpodaffinity import (
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH as ANTI_REASON,
+)
+from harmonic.plugins.interpodaffinity import (
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH as EXISTING_REASON,
+)
 from harmonic.plugins.interpodaffinity.index import ANTI, HARD, PREFERRED, PREFERRED_TERMS, ExistingTerms
 from harmonic.plugins.interpodaffinity.selectors import SelectorError, parse_selector
 from harmonic.plugins.interpodaffinity.terms import merge_namespaces, pod_terms
@@ -319,3 +326,97 @@ def test_scores_are_min_max_normalised_over_the_scored_nodes() -> None:
     assert evaluate({**case, "scoredNodes": ["n0", "n1"]}) == {"n0": 100, "n1": 0}
     assert evaluate({**case, "scoredNodes": ["n1"]}) == {"n1": 0}
     assert np.all(np.asarray(list(evaluate(case).values())) >= 0)
+
+
+def _preempted(h: Harness) -> list[str]:
+    return sorted(e.name for e in h.cluster.events if e.reason == "Preempted")
+
+
+def test_preemption_evicts_the_pods_the_preemptor_is_anti_affine_to() -> None:
+    """RemovePod: taking the matching low-priority pod off a host clears the anti-affinity there."""
+    h = Harness()
+    h.add_nodes([node(f"n{i}").cap(cpu="8", pods=20).obj() for i in range(2)])
+    h.add_pods([pod(f"low{i}").label("app", "a").req(cpu="100m").node(f"n{i}").obj() for i in range(2)])
+    high = _with(pod("high").priority(100).req(cpu="100m").obj(), podAntiAffinity={REQ: [_term(APP_A, HOST)]})
+    h.add_pods([high])
+    h.schedule()
+    victims = _preempted(h)
+    assert victims in (["low0"], ["low1"])
+    h.settle(5)
+    assert h.placement()["default/high"] == {"low0": "n0", "low1": "n1"}[victims[0]]
+
+
+def test_preemption_evicts_an_existing_pod_whose_anti_affinity_rejects_the_preemptor() -> None:
+    h = Harness()
+    h.add_nodes([node("n0").cap(cpu="8", pods=20).obj()])
+    h.add_pods(
+        [
+            _with(
+                pod("guard").label("app", "g").req(cpu="100m").node("n0").obj(),
+                podAntiAffinity={REQ: [_term({"matchLabels": {"app": "web"}}, HOST)]},
+            )
+        ]
+    )
+    h.add_pods([pod("web").priority(100).label("app", "web").req(cpu="100m").obj()])
+    h.schedule()
+    assert _preempted(h) == ["guard"]
+    h.settle(5)
+    assert h.placement() == {"default/web": "n0"}
+
+
+@pytest.mark.parametrize(
+    "own_anti", [True, False], ids=["pod's anti-affinity", "nominated pod's anti-affinity"]
+)
+def test_a_nominated_pod_counts_for_anti_affinity_in_both_directions(own_anti: bool) -> None:
+    """AddPod: a pod of equal or higher priority nominated to n1 (not yet bound there) keeps a pod
+    anti-affine to it off n1. When only the nominated pod carries the term, PreFilter finds nothing in
+    the snapshot and returns Skip, so AddPod never runs and n1 passes — upstream's behaviour too
+    (RunPreFilterExtensionAddPod skips plugins whose PreFilter skipped)."""
+    nominated = pod("high").priority(100).label("app", "a").nominated("n1").obj()
+    incoming = pod("shy").priority(50).label("app", "s").obj()
+    if own_anti:
+        incoming = _with(incoming, podAntiAffinity={REQ: [_term(APP_A, HOST)]})
+    else:
+        nominated = _with(nominated, podAntiAffinity={REQ: [_term({"matchLabels": {"app": "s"}}, HOST)]})
+    fw, _, snap, _ = preemption_setup(
+        {
+            "name": "t",
+            "plugin": "DefaultPreemption",
+            "filterPlugins": ["InterPodAffinity"],
+            "nodes": [node(f"n{i}").label(HOST, f"n{i}").obj() for i in range(1, 3)],
+            "nominatedPods": [nominated],
+        }
+    )
+    p = parse_pod(incoming)
+    state = CycleState()
+    assert fw.run_pre_filter(state, p, snap)[1] is None
+    out, st = fw.run_filters_with_nominated_pods(
+        state, p, snap, np.asarray([snap.slot("n1"), snap.slot("n2")])
+    )
+    assert st is None
+    want = [(ANTI_REASON,), ()] if own_anti else [(), ()]
+    assert [out.reasons[int(r)] if c else () for c, r in zip(out.codes, out.reason_ids, strict=True)] == want
+
+
+def test_a_nominated_pod_anti_affine_to_the_pod_blocks_when_prefilter_ran() -> None:
+    """With an existing anti-affine pod elsewhere PreFilter runs, and AddPod then counts the nominated
+    pod's anti-affinity too."""
+    term = {REQ: [_term({"matchLabels": {"app": "s"}}, HOST)]}
+    fw, _, snap, _ = preemption_setup(
+        {
+            "name": "t",
+            "plugin": "DefaultPreemption",
+            "filterPlugins": ["InterPodAffinity"],
+            "nodes": [node(f"n{i}").label(HOST, f"n{i}").obj() for i in range(1, 4)],
+            "existingPods": [_with(pod("resident").node("n3").obj(), podAntiAffinity=term)],
+            "nominatedPods": [_with(pod("high").priority(100).nominated("n1").obj(), podAntiAffinity=term)],
+        }
+    )
+    p = parse_pod(pod("shy").priority(50).label("app", "s").obj())
+    state = CycleState()
+    assert fw.run_pre_filter(state, p, snap)[1] is None
+    slots = np.asarray([snap.slot(f"n{i}") for i in range(1, 4)])
+    out, st = fw.run_filters_with_nominated_pods(state, p, snap, slots)
+    assert st is None
+    got = [out.reasons[int(r)] if c else () for c, r in zip(out.codes, out.reason_ids, strict=True)]
+    assert got == [(EXISTING_REASON,), (), (EXISTING_REASON,)]
