@@ -230,27 +230,27 @@ def config() -> None:
 
 
 @config.command("check")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path")
 def config_check(path: str) -> None:
     """Validate PATH; print one clear error line and exit 1 if it is invalid."""
     try:
         cfg = _load(path)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
 
 
 @config.command("show")
-@click.argument("path", type=click.Path(dir_okay=False), required=False)
+@click.argument("path", required=False)
 def config_show(path: str | None) -> None:
     """Print the resolved profiles of PATH (or the default profile): plugins per extension point,
     score weights and args after defaulting."""
     try:
         cfg = _load(path)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
     out: dict[str, Any] = {
         "percentageOfNodesToScore": cfg.percentage_of_nodes_to_score,

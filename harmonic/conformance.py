@@ -1,7 +1,9 @@
 """Run one upstream kube-scheduler unit-test case through a Harmonic plugin.
 
 The case format is documented in ``shared/conformance/README.md``: a plugin name, its args, a pod,
-nodes and existing pods; ``kind`` is ``filter`` or ``score``. ``evaluate`` returns, per node, the final
+nodes and existing pods; ``kind`` is ``filter`` or ``score``. A case may also list ``objects``
+(Services, ReplicationControllers, ReplicaSets, StatefulSets), offered to the plugin as the
+``"workloads"`` handle service. ``evaluate`` returns, per node, the final
 score (after NormalizeScore, before weights) or the filter status ``{"code", "reasons"}``. It never
 reads the case's ``expected``.
 
@@ -32,6 +34,7 @@ import numpy as np
 from harmonic.api.node import parse_node
 from harmonic.api.pdb import parse_pdb
 from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.framework.config import load_config
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
@@ -140,7 +143,11 @@ def build(
             raise ValueError(f"existing pod {p.key} has no spec.nodeName")
         snap.add_pod(p, p.node_name)
     pod = parse_pod(case["pod"])
-    plugin = cls(args, _Handle(snap, case.get("services") or {}))
+    services = dict(case.get("services") or {})
+    if case.get("objects"):
+        # Services, ReplicationControllers, ReplicaSets, StatefulSets of the case, as upstream's informers.
+        services[SERVICE_NAME] = WorkloadIndex.from_objects(case["objects"])
+    plugin = cls(args, _Handle(snap, services))
     return plugin, pod, snap, names
 
 

@@ -19,8 +19,10 @@ from typing import Any
 
 from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.cluster.defaults import default_node, default_pod
 from harmonic.framework.status import Code, Status
+from harmonic.scheduler.client import truncate_event_message
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ class InMemoryCluster:
         self.binds = 0
         #: PodDisruptionBudgets by namespace/name: (manifest, compiled view).
         self.pdbs: dict[str, tuple[Obj, PodDisruptionBudget]] = {}
+        #: Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+        self.workloads = WorkloadIndex()
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -148,17 +152,30 @@ class InMemoryCluster:
     def pending_pods(self) -> list[Obj]:
         return [p for p in self.pods.values() if not (p.get("spec") or {}).get("nodeName")]
 
+    # ------------------------------------------------------------------ workload objects
+    def apply_workload(self, raw: Obj) -> None:
+        """Create or replace a Service, ReplicationController, ReplicaSet or StatefulSet. Only their
+        selectors are kept: plugins read them through the ``workloads`` handle service."""
+        self.workloads.apply(raw)
+
+    def delete_workload(self, kind: str, namespace: str, name: str) -> None:
+        self.workloads.delete(kind, namespace, name)
+
+    def scheduler_services(self) -> dict[str, Any]:
+        """The handle services this cluster offers a scheduler's plugins."""
+        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs}
+
     # ------------------------------------------------------------------ SchedulerClient
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         old = self.pods.get(pod.key)
         if old is None:
-            return Status(Code.ERROR, f"pods {pod.name!r} not found")
+            return Status(Code.ERROR, f'pods "{pod.name}" not found')
         if (old.get("spec") or {}).get("nodeName"):
             return Status(
-                Code.ERROR, f"pod {pod.key} is already assigned to node {old['spec']['nodeName']!r}"
+                Code.ERROR, f'pod {pod.key} is already assigned to node "{old["spec"]["nodeName"]}"'
             )
         if node_name not in self.nodes:
-            return Status(Code.ERROR, f"node {node_name!r} not found")
+            return Status(Code.ERROR, f'nodes "{node_name}" not found')
         refused = self.refuse_binding.get(node_name)
         if refused:
             return Status(Code.ERROR, refused)
@@ -206,7 +223,9 @@ class InMemoryCluster:
         )
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:
-        self.events.append(Event("Warning", "FailedScheduling", message, pod.namespace, pod.name))
+        self.events.append(
+            Event("Warning", "FailedScheduling", truncate_event_message(message), pod.namespace, pod.name)
+        )
         old = self.pods.get(pod.key)
         if old is None:
             return

@@ -16,6 +16,7 @@ from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import EventWithHint
 from harmonic.framework.interface import (
     MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     BindPlugin,
     FilterPlugin,
     Handle,
@@ -41,6 +42,19 @@ from harmonic.framework.status import Code, Status
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=Plugin)
+
+#: Longest a Permit plugin may make a pod wait (maxTimeout).
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+#: Plugin kinds whose rejections events can undo (shouldHaveEnqueueExtensions).
+_REJECTING_KINDS = (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin)
+#: Indexed by a filter's status code: True for codes a Filter may not return (anything but Success,
+#: Unschedulable, UnschedulableAndUnresolvable, Pending).
+_NOT_A_REJECTION = np.array(
+    [
+        c not in (Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+        for c in Code
+    ]
+)
 
 
 class ExtensionPointRecorder:
@@ -194,48 +208,70 @@ class Framework:
 
     # ------------------------------------------------------------------ queue
     def events_to_register(self) -> dict[str, Sequence[EventWithHint]]:
-        return {name: pl.events_to_register() for name, pl in self.plugins.items()}
+        """Events per plugin for the queue's hints. Only plugins that can reject a pod take part
+        (PreEnqueue, PreFilter, Filter, Reserve, Permit), as in fillEnqueueExtensions."""
+        return {
+            name: pl.events_to_register()
+            for name, pl in self.plugins.items()
+            if isinstance(pl, _REJECTING_KINDS)
+        }
 
-    def run_pre_enqueue(self, pod: Pod) -> Status | None:
-        for pl in self.pre_enqueue_plugins:
+    def run_pre_enqueue(self, pod: Pod, first: str = "") -> Status | None:
+        """PreEnqueue plugins until one rejects the pod; ``first`` (the plugin that gated it last time)
+        runs before the others. The rejecting status names its plugin."""
+        plugins = self.pre_enqueue_plugins
+        if first and len(plugins) > 1:
+            plugins = sorted(plugins, key=lambda pl: pl.name != first)
+        for pl in plugins:
             st = pl.pre_enqueue(pod)
             if st is not None and not st.is_success:
-                return st.with_plugin(pl.name)
+                st.plugin = pl.name
+                return st
         return None
 
     # ------------------------------------------------------------------ filtering
     def run_pre_filter(
         self, state: CycleState, pod: Pod, snap: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """PreFilter plugins in order. Returns the merged node subset, the first rejecting status, and
-        the plugins that narrowed the node set (for the absent-nodes message)."""
+        """RunPreFilterPlugins. Returns the merged node subset, the status, and the plugins that narrowed
+        the node set (they count as having rejected the pod, and name the nodes left out).
+
+        UnschedulableAndUnresolvable or Error stops at once; Unschedulable lets the remaining plugins
+        run (preemption needs their state) and the last such status is returned; Skip marks the
+        plugin's Filter as skipped for this cycle. Subsets that intersect to nothing make the pod
+        UnschedulableAndUnresolvable with no single plugin to blame."""
         result: PreFilterResult | None = None
         narrowing: set[str] = set()
+        rejected: Status | None = None
         for pl in self.pre_filter_plugins:
             try:
                 r, st = pl.pre_filter(state, pod, snap)
             except PluginError as e:
-                return None, Status(Code.ERROR, str(e), plugin=pl.name), narrowing
+                st, r = Status(Code.ERROR, str(e)), None
             if st is not None and not st.is_success:
                 if st.code == Code.SKIP:
                     state.skip_filter.add(pl.name)
                     continue
-                st.with_plugin(pl.name)
-                if st.code == Code.ERROR:
-                    st.reasons = (f"running PreFilter plugin {pl.name!r}: {st.message}",)
-                return None, st, narrowing
+                st.plugin = pl.name
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, st, set()
+                if st.code == Code.UNSCHEDULABLE:
+                    rejected = st
+                    continue
+                msg = f'running PreFilter plugin "{pl.name}": {st.message}'
+                return None, Status(Code.ERROR, msg, plugin=pl.name), set()
             if r is not None and r.node_names is not None:
                 narrowing.add(pl.name)
                 result = r if result is None else result.merge(r)
                 if not result.node_names:
-                    names = ", ".join(sorted(narrowing))
+                    names = sorted(narrowing)
                     msg = (
-                        f"node(s) didn't satisfy plugin(s) [{names}] simultaneously"
-                        if len(narrowing) > 1
-                        else (f"node(s) didn't satisfy plugin {names}")
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     )
-                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=pl.name), narrowing
-        return result, None, narrowing
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), narrowing
+        return result, rejected, narrowing
 
     def run_filters(
         self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
@@ -258,18 +294,19 @@ class Framework:
             try:
                 v = pl.filter(state, pod, snap, slots[remaining] if len(remaining) != n else slots)
             except PluginError as e:
-                return outcome, Status(Code.ERROR, f"running {pl.name!r} filter plugin: {e}", plugin=pl.name)
+                return outcome, Status(Code.ERROR, f'running "{pl.name}" filter plugin: {e}', plugin=pl.name)
             if v is None:
                 continue
             failed = v.code != 0
             if not failed.any():
                 continue
-            err = v.code == Code.ERROR
+            # Filters may only pass or reject; anything else is an error that fails the cycle.
+            err = _NOT_A_REJECTION[v.code]
             if err.any():
                 i = int(np.argmax(err))
                 msg = ", ".join(v.reasons[int(v.reason[i])])
                 return outcome, Status(
-                    Code.ERROR, f"running {pl.name!r} filter plugin: {msg}", plugin=pl.name
+                    Code.ERROR, f'running "{pl.name}" filter plugin: {msg}', plugin=pl.name
                 )
             at = remaining[failed]
             codes[at] = v.code[failed]
@@ -495,51 +532,60 @@ class Framework:
             try:
                 st = pl.pre_score(state, pod, snap, slots)
             except PluginError as e:
-                return Status(Code.ERROR, f"running PreScore plugin {pl.name!r}: {e}", plugin=pl.name)
+                st = Status(Code.ERROR, str(e))
             if st is not None and not st.is_success:
                 if st.code == Code.SKIP:
                     state.skip_score.add(pl.name)
                     continue
                 return Status(
-                    Code.ERROR, f"running PreScore plugin {pl.name!r}: {st.message}", plugin=pl.name
+                    Code.ERROR, f'running PreScore plugin "{pl.name}": {st.message}', plugin=pl.name
                 )
         return None
 
     def run_score(
         self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
     ) -> tuple[np.ndarray, dict[str, np.ndarray], Status | None]:
-        """Weighted total per slot and each plugin's weighted scores (for explanations)."""
+        """RunScorePlugins: Score, then NormalizeScore, of every plugin not skipped at PreScore, then the
+        range check and weights. Returns the weighted total per slot and each plugin's weighted scores."""
         total = np.zeros(len(slots), dtype=np.int64)
         per_plugin: dict[str, np.ndarray] = {}
-        for pl, weight in zip(self.score_plugins, self.score_weights, strict=True):
-            if pl.name in state.skip_score:
+        plugins = [
+            (pl, w)
+            for pl, w in zip(self.score_plugins, self.score_weights, strict=True)
+            if pl.name not in state.skip_score
+        ]
+        raw: list[np.ndarray] = []
+        for pl, _ in plugins:
+            try:
+                raw.append(np.asarray(pl.score(state, pod, snap, slots), dtype=np.int64))
+            except PluginError as e:
+                msg = f'running Score plugins: plugin "{pl.name}" failed with: {e}'
+                return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        for i, (pl, _) in enumerate(plugins):
+            if not pl.has_normalize:
                 continue
             try:
-                scores = np.asarray(pl.score(state, pod, snap, slots), dtype=np.int64)
-                if pl.has_normalize:
-                    scores = np.asarray(pl.normalize_score(state, pod, snap, slots, scores), dtype=np.int64)
+                raw[i] = np.asarray(pl.normalize_score(state, pod, snap, slots, raw[i]), dtype=np.int64)
             except PluginError as e:
-                return (
-                    total,
-                    per_plugin,
-                    Status(Code.ERROR, f"running Score plugin {pl.name!r}: {e}", plugin=pl.name),
-                )
-            if len(scores) and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
-                bad = int(scores[(scores < 0) | (scores > MAX_NODE_SCORE)][0])
-                return (
-                    total,
-                    per_plugin,
-                    Status(
-                        Code.ERROR,
-                        f"plugin {pl.name!r} returns an invalid score {bad}, it should in the range of "
-                        f"[0, {MAX_NODE_SCORE}] after normalizing",
-                        plugin=pl.name,
-                    ),
-                )
-            weighted = scores * weight
-            per_plugin[pl.name] = weighted
-            total += weighted
-        return total, per_plugin, None
+                msg = f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {e}'
+                return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        if not raw or not len(slots):
+            return total, {pl.name: scores for (pl, _), scores in zip(plugins, raw, strict=True)}, None
+        m = np.stack(raw)
+        if m.min() < MIN_NODE_SCORE or m.max() > MAX_NODE_SCORE:
+            for (pl, _), scores in zip(plugins, raw, strict=True):
+                bad_at = (scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)
+                if bad_at.any():
+                    msg = (
+                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an '
+                        f"invalid score {int(scores[bad_at][0])}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                    return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        weighted = m * np.array([w for _, w in plugins], dtype=np.int64)[:, None]
+        for i, (pl, _) in enumerate(plugins):
+            per_plugin[pl.name] = weighted[i]
+        return weighted.sum(axis=0), per_plugin, None
 
     # ------------------------------------------------------------------ reserve / permit / bind
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -547,8 +593,10 @@ class Framework:
             st = pl.reserve(state, pod, node_name)
             if st is not None and not st.is_success:
                 if st.is_rejected:
-                    return st.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running Reserve plugin {pl.name!r}: {st.message}", plugin=pl.name)
+                    st.plugin = pl.name
+                    return st
+                msg = f'running Reserve plugin "{pl.name}": {st.message}'
+                return Status(Code.ERROR, msg, plugin=pl.name)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -565,13 +613,16 @@ class Framework:
             if st is None or st.is_success:
                 continue
             if st.is_rejected:
-                return st.with_plugin(pl.name), {}
+                st.plugin = pl.name
+                return st, {}
             if st.code == Code.WAIT:
-                waits[pl.name] = min(timeout, 15 * 60.0)
+                waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT)
                 continue
-            return Status(Code.ERROR, f"running Permit plugin {pl.name!r}: {st.message}", plugin=pl.name), {}
+            msg = f'running Permit plugin "{pl.name}": {st.message}'
+            return Status(Code.ERROR, msg, plugin=pl.name), {}
         if waits:
-            return Status(Code.WAIT, "one or more plugins asked to wait", plugin=next(iter(waits))), waits
+            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            return Status(Code.WAIT, msg), waits
         return None, {}
 
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -581,8 +632,10 @@ class Framework:
                 if st.code == Code.SKIP:
                     continue
                 if st.is_rejected:
-                    return st.with_plugin(pl.name)
-                return Status(Code.ERROR, f"running PreBind plugin {pl.name!r}: {st.message}", plugin=pl.name)
+                    st.plugin = pl.name
+                    return st
+                msg = f'running PreBind plugin "{pl.name}": {st.message}'
+                return Status(Code.ERROR, msg, plugin=pl.name)
         return None
 
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -592,10 +645,10 @@ class Framework:
                 continue
             if st is not None and not st.is_success:
                 if st.is_rejected:
-                    return st.with_plugin(pl.name)
-                return Status(
-                    Code.ERROR, f"binding rejected: plugin {pl.name!r}: {st.message}", plugin=pl.name
-                )
+                    st.plugin = pl.name
+                    return st
+                msg = f'running Bind plugin "{pl.name}": {st.message}'
+                return Status(Code.ERROR, msg, plugin=pl.name)
             return None
         return Status(Code.SKIP, "no bind plugin bound the pod")
 

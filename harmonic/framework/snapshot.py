@@ -343,6 +343,21 @@ class Snapshot:
             lst.pod_added(self, slot, pod)
         return slot
 
+    def swap_pod(self, pod: Pod, node_name: str) -> bool:
+        """Store ``pod`` in place of the version accounted on ``node_name`` when it is the same pod for
+        scheduling (its compiled fields are shared with that version, as ``reparse_pod`` makes them
+        when only the binding or the status changed). Nothing is recomputed and listeners are not
+        told. Returns False, changing nothing, when the pod is not there or differs."""
+        slot = self.slot_of.get(node_name)
+        if slot is None:
+            return False
+        on_node = self.pods[slot]
+        stored = on_node.get(pod.uid)
+        if stored is None or stored.extra is not pod.extra:
+            return False
+        on_node[pod.uid] = pod
+        return True
+
     def remove_pod(self, pod: Pod, node_name: str) -> None:
         slot = self.slot_of.get(node_name)
         if slot is None:

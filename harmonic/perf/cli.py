@@ -6,7 +6,11 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
+import yaml
+
+from harmonic.framework.config import ConfigError
 from harmonic.perf.runner import PerfResult, run_workload
 from harmonic.perf.workloads import WORKLOADS
 from harmonic.plugins.registry import default_registry
@@ -33,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     ap.add_argument(
+        "--config",
+        metavar="PATH",
+        help="KubeSchedulerConfiguration to run instead of the workload's (e.g. benchmarks/configs/core-only.yaml)",
+    )
+    ap.add_argument(
         "--cpu-time",
         action="store_true",
         help="measure this process's CPU time instead of wall time (steadier on a shared machine)",
@@ -46,7 +55,16 @@ def main(argv: list[str] | None = None) -> int:
         if v < 0:
             ap.error(f"{name} must be >= 0")
     timer = time.process_time if args.cpu_time else time.perf_counter
-    result = run_workload(factory(nodes, init, pods), default_registry(), seed=args.seed, timer=timer)
+    workload = factory(nodes, init, pods)
+    if args.config is not None:
+        try:
+            workload.config = yaml.safe_load(Path(args.config).read_text())
+        except (OSError, yaml.YAMLError) as e:
+            ap.error(f"--config {args.config}: {' '.join(str(e).split())}")
+    try:
+        result = run_workload(workload, default_registry(), seed=args.seed, timer=timer)
+    except ConfigError as e:
+        ap.error(str(e))
     print(format_result(result))
     if args.json:
         print(json.dumps(result.as_dict()))

@@ -54,6 +54,8 @@ class Workload:
     config: dict[str, Any] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     churn: Churn | None = None
+    #: Services, ReplicaSets, ... created before the nodes (their selectors drive default spreading).
+    objects: Callable[[], Iterable[Obj]] = tuple
 
 
 @dataclass
@@ -89,7 +91,11 @@ def run_workload(
     )
     clock = ManualClock()
     cluster = InMemoryCluster(clock.now)
-    sched = Scheduler(config, registry, cluster, clock=clock, seed=seed)
+    for obj in workload.objects():
+        cluster.apply_workload(obj)
+    sched = Scheduler(
+        config, registry, cluster, clock=clock, seed=seed, services=cluster.scheduler_services()
+    )
     cluster.connect(sched)
     nodes = 0
     for n in workload.nodes():

@@ -309,7 +309,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             EventWithHint(
                 ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN), _pod_freed
             ),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN)),
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN), _own_scale_down
+            ),
             EventWithHint(
                 ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE), hint_node_change
             ),
@@ -329,6 +331,14 @@ def _pod_freed(pod: Pod, old: Any, new: Any) -> Hint:
         if v and (k in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(k))
     ]
     return Hint.QUEUE if any(new.requests.get(k, 0) < old.requests.get(k, 0) for k in wanted) else Hint.SKIP
+
+
+def _own_scale_down(pod: Pod, old: Any, new: Any) -> Hint:
+    """isResourceScaleDown for an unscheduled pod: only the pod's own scale-down can help it (so a
+    status-only update, which arrives as the general Update, does not requeue it)."""
+    if new is None or new.uid != pod.uid:
+        return Hint.SKIP
+    return _pod_freed(pod, old, new)
 
 
 def _fits_empty(pod: Pod, node: Node) -> bool:

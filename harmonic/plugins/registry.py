@@ -14,6 +14,7 @@ from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
@@ -28,6 +29,7 @@ IN_TREE = (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeUnschedulable,
+    PodTopologySpread,
     PrioritySort,
     SchedulingGates,
     TaintToleration,

@@ -19,7 +19,7 @@ from harmonic.api.node import Node
 from harmonic.api.pod import Pod
 from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, tolerated
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource, own_update
 from harmonic.framework.interface import FilterPlugin, PreScorePlugin, ScorePlugin
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
@@ -80,7 +80,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             EventWithHint(
                 ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), hint_node_change
             ),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS)),
+            # isSchedulableAfterPodTolerationChange: the pod's own tolerations changed in number.
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS),
+                own_update(lambda old, new: len(old.tolerations) != len(new.tolerations)),
+            ),
         )
 
 

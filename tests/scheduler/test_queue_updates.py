@@ -1,6 +1,8 @@
-"""Updates of unschedulable pods: only spec or label changes send them back to be retried."""
+"""Updates of unschedulable pods: only changes a rejecting plugin's queueing hint cares about send them
+back to be retried (a status written by the scheduler itself does not)."""
 
 from harmonic.api.pod import parse_pod
+from harmonic.plugins.noderesourcesfit import NodeResourcesFit, NodeResourcesFitArgs
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.queue import SchedulingQueue
@@ -8,7 +10,12 @@ from harmonic.testing import pod
 
 
 def unschedulable_queue():
-    q = SchedulingQueue(PrioritySort(None, None), ManualClock())
+    fit = NodeResourcesFit(NodeResourcesFitArgs(), None)
+    q = SchedulingQueue(
+        PrioritySort(None, None),
+        ManualClock(),
+        hints={"default-scheduler": {"NodeResourcesFit": fit.events_to_register()}},
+    )
     q.add(parse_pod(pod("p").req(cpu="1").obj()))
     qp = q.pop()
     qp.unschedulable_plugins = {"NodeResourcesFit"}

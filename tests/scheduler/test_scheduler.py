@@ -113,10 +113,19 @@ def test_status_only_update_does_not_retry_an_unschedulable_pod():
     h.clock.advance(15)
     h.schedule()
     assert h.scheduler.queue.scheduling_cycle == attempts  # still parked as unschedulable
+    # A label change is an UpdatePodLabel event: NodeResourcesFit, which rejected the pod, does not
+    # register it, so the pod stays parked (queueing hints; upstream no longer retries on any spec change).
     h.cluster.update_pod({**old, "metadata": {**old["metadata"], "labels": {"x": "y"}}})
     h.clock.advance(15)
     h.schedule()
-    assert h.scheduler.queue.scheduling_cycle == attempts + 1  # a real change is retried
+    assert h.scheduler.queue.scheduling_cycle == attempts
+    # Its own scale-down is what NodeResourcesFit's hint looks for: retried, and now it fits.
+    smaller = pod("big").req(cpu="500m").obj()
+    h.cluster.update_pod({**old, "spec": smaller["spec"]})
+    h.clock.advance(15)
+    h.schedule()
+    assert h.scheduler.queue.scheduling_cycle == attempts + 1
+    assert h.placement() == {"default/big": "n"}
 
 
 def test_extension_point_recorder_sees_points_and_sampled_plugins():
