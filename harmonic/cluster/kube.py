@@ -2,11 +2,10 @@
 
 ``KubeClient`` is the ``SchedulerClient`` the scheduler and its plugins call:
 
-- ``bind``: POST ``pods/<name>/binding`` (with the pod's uid as precondition), from the binder's
-  threads. A bind is refused locally when this replica may not act as leader (fencing, see
-  ``leader.py``) or the node is gone from the informer (binding to a deleted node would succeed in the
-  API and orphan the pod). 409/404/5xx come back as an Error status: the scheduler forgets the assumed
-  pod and retries it with backoff, or drops it when it was deleted or bound elsewhere meanwhile.
+- ``bind``: ``binding.PodBinder`` (POST ``pods/<name>/binding``), from the binder's threads, only
+  while this replica may act as leader (fencing, see ``leader.py``). A refusal (not leader, node gone
+  from the informer, 409/404/5xx) is an Error status: the scheduler forgets the assumed pod and
+  retries it with backoff, or drops it when it was deleted or bound elsewhere meanwhile.
 - ``evict``: POST ``pods/<name>/eviction`` (policy/v1); 429 (a PodDisruptionBudget forbids it) is a
   failure the caller sees; the victim gets a ``Preempted`` event.
 - ``report_scheduled`` / ``report_failure``: Events as kube-scheduler writes them, and for failures the
@@ -36,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harmonic.api.pod import Pod
+from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
 from harmonic.cluster.informer import (
     ACTIVE_PODS,
@@ -139,7 +139,7 @@ class KubeClient:
     ) -> None:
         self.transport = transport
         self.pods = pods
-        self.nodes = nodes
+        self.binder = PodBinder(transport, nodes)
         self.events = events
         self.status = status
         self.fence = fence
@@ -149,20 +149,7 @@ class KubeClient:
         remaining = self.fence()
         if remaining is None:
             return Status(Code.ERROR, f"binding {pod.key} refused: {NOT_LEADER}")
-        if self.nodes.get(node_name) is None:
-            return Status(Code.ERROR, f'node "{node_name}" not found')
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
-        path = object_path("v1", "pods", pod.namespace, pod.name) + "/binding"
-        try:
-            self.transport.request("POST", path, body=body, timeout=min(self.transport.timeout, remaining))
-        except (ApiStatusError, TransportError) as e:
-            return Status(Code.ERROR, str(e))
-        return None
+        return self.binder.bind(pod, node_name, timeout=min(self.transport.timeout, remaining))
 
     def evict(self, pod: Pod, reason: str) -> Status | None:
         remaining = self.fence()
