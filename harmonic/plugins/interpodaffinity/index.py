@@ -11,8 +11,9 @@ slots counting the pods on each node that carry it:
   with ``PREFERRED_TERMS`` counting the terms themselves (a +w and a -w cancel in the sum but still make
   upstream's topology score map non-empty).
 
-A cycle then tests each distinct term against the incoming pod once and adds the arrays of the matching
-ones: its cost grows with the number of distinct terms, not with the number of pods. The index is a
+A cycle then tests each distinct term that can apply to the incoming pod's namespace (terms listing it,
+and terms with a namespace selector) once and adds the arrays of the matching ones: its cost grows with
+the number of distinct terms, not with the number of pods. The index is a
 ``SnapshotListener`` shared by every profile of a snapshot; assumed, bound, deleted and what-if pods all
 pass through it.
 """
@@ -42,6 +43,10 @@ class ExistingTerms:
         self._arrays: list[dict[AffinityTerm, np.ndarray]] = [{} for _ in range(_KINDS)]
         #: Number of pods carrying each (use, term): the array is dropped when it reaches zero.
         self._refs: list[dict[AffinityTerm, int]] = [{} for _ in range(_KINDS)]
+        #: Per use, the terms that can match a pod of a namespace: by listed namespace, and those whose
+        #: namespace selector may match any namespace.
+        self._by_namespace: list[dict[str, set[AffinityTerm]]] = [{} for _ in range(_KINDS)]
+        self._selecting: list[set[AffinityTerm]] = [set() for _ in range(_KINDS)]
         for slot, pods in enumerate(snap.pods):
             for p in pods.values():
                 self._apply(slot, p, 1)
@@ -67,8 +72,12 @@ class ExistingTerms:
         out = []
         cap = self._snap.capacity
         table = self._arrays[kind]
-        for term, arr in table.items():
+        listed = self._by_namespace[kind].get(pod.namespace, ())
+        selecting = self._selecting[kind]
+        candidates = listed if not selecting else (selecting.union(listed) if listed else selecting)
+        for term in candidates:
             if term.matches(pod, ns_labels):
+                arr = table[term]
                 if len(arr) < cap:
                     arr = table[term] = _grow(arr, cap)
                 out.append((term, arr))
@@ -111,6 +120,7 @@ class ExistingTerms:
         arr = table.get(term)
         if arr is None:
             arr = table[term] = np.zeros(max(self._snap.capacity, slot + 1), dtype=COUNT_DTYPE)
+            self._index(kind, term, add=True)
         elif slot >= len(arr):
             arr = table[term] = _grow(arr, max(self._snap.capacity, slot + 1))
         arr[slot] += value
@@ -118,8 +128,26 @@ class ExistingTerms:
         if n == 0:
             del table[term]
             refs.pop(term, None)
+            self._index(kind, term, add=False)
         else:
             refs[term] = n
+
+    def _index(self, kind: int, term: AffinityTerm, add: bool) -> None:
+        if not term.ns_selector.nothing:
+            if add:
+                self._selecting[kind].add(term)
+            else:
+                self._selecting[kind].discard(term)
+        by_namespace = self._by_namespace[kind]
+        for ns in term.namespaces:
+            if add:
+                by_namespace.setdefault(ns, set()).add(term)
+            else:
+                terms = by_namespace.get(ns)
+                if terms is not None:
+                    terms.discard(term)
+                    if not terms:
+                        del by_namespace[ns]
 
 
 def _grow(arr: np.ndarray, size: int) -> np.ndarray:
