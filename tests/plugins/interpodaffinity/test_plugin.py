@@ -11,8 +11,9 @@ import pytest
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
 from harmonic.api.selectors import IN, NOT_IN, Requirement
-from harmonic.conformance import evaluate, preemption_setup
+from harmonic.conformance import build, evaluate, preemption_setup
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.podcounts import PodMatch
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.interpodaffinity import (
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH as ANTI_REASON,
@@ -22,7 +23,7 @@ from harmonic.plugins.interpodaffinity import (
 )
 from harmonic.plugins.interpodaffinity.index import ANTI, HARD, PREFERRED, PREFERRED_TERMS, ExistingTerms
 from harmonic.plugins.interpodaffinity.selectors import SelectorError, parse_selector
-from harmonic.plugins.interpodaffinity.terms import merge_namespaces, pod_terms
+from harmonic.plugins.interpodaffinity.terms import AffinityTerm, merge_namespaces, pod_terms
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness
 
@@ -420,3 +421,46 @@ def test_a_nominated_pod_anti_affine_to_the_pod_blocks_when_prefilter_ran() -> N
     assert st is None
     got = [out.reasons[int(r)] if c else () for c, r in zip(out.codes, out.reason_ids, strict=True)]
     assert got == [(EXISTING_REASON,), (), (EXISTING_REASON,)]
+
+
+def test_a_cycle_does_not_walk_the_existing_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the index and pod counts exist, PreFilter, Filter and PreScore test each distinct term once,
+    however many pods carry it, and match no pod against a selector."""
+    anti = {REQ: [_term(APP_A, HOST)]}
+    pref = {PREF: [{"weight": 2, "podAffinityTerm": _term(APP_A, "zone")}]}
+    nodes = [node(f"n{i}").label("zone", f"z{i % 3}").obj() for i in range(40)]
+    existing = [
+        _with(pod(f"e{i}").label("app", "a").node(f"n{i % 40}").obj(), podAntiAffinity=anti, podAffinity=pref)
+        for i in range(400)
+    ]
+    incoming = _with(pod("p").label("app", "b").obj(), podAntiAffinity=anti, podAffinity=pref)
+    case = {
+        "plugin": "InterPodAffinity",
+        "kind": "filter",
+        "pod": incoming,
+        "nodes": nodes,
+        "existingPods": existing,
+    }
+    plugin, p, snap, names = build(case)
+    slots = np.asarray([snap.slot(n) for n in names])
+    plugin.pre_filter(CycleState(), p, snap)  # first use: builds the index and the counts
+    plugin.pre_score(CycleState(), p, snap, slots)
+    calls = {"term": 0, "pod": 0}
+    term_matches, pod_matches = AffinityTerm.matches, PodMatch.matches
+
+    def count_term(self: AffinityTerm, *a: Any) -> bool:
+        calls["term"] += 1
+        return term_matches(self, *a)
+
+    def count_pod(self: PodMatch, *a: Any) -> bool:
+        calls["pod"] += 1
+        return pod_matches(self, *a)
+
+    monkeypatch.setattr(AffinityTerm, "matches", count_term)
+    monkeypatch.setattr(PodMatch, "matches", count_pod)
+    state = CycleState()
+    assert plugin.pre_filter(state, p, snap)[1] is None
+    verdicts = plugin.filter(state, p, snap, slots)
+    assert verdicts is not None and int(np.count_nonzero(verdicts.code)) == 40
+    assert plugin.pre_score(CycleState(), p, snap, slots) is None
+    assert calls == {"term": 2, "pod": 0}
