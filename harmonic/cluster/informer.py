@@ -20,7 +20,7 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
 An informer may ``transform`` each object before it is stored or handed to handlers (client-go's
 ``SetTransform``), to keep only the fields its users read: the store then holds the reduced objects.
 The transform must keep ``metadata.name``, ``namespace`` and ``resourceVersion``, which the store and
-the relist diff rely on.
+the relist diff rely on, and must not raise (it runs outside the handlers' guard).
 
 This module knows nothing about scheduling: the live scheduler (``cluster/kube.py``) and the
 extender's node cache use it alike, e.g.::
