@@ -177,7 +177,8 @@ def run(
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
-    Watches nodes, pods, PodDisruptionBudgets and namespaces; binds through pods/binding; writes
+    Watches nodes, pods, PodDisruptionBudgets, namespaces, and the selectors of Services,
+    ReplicationControllers, ReplicaSets and StatefulSets; binds through pods/binding; writes
     Scheduled / FailedScheduling events and the PodScheduled condition; takes the leaderElection lease
     before scheduling (several replicas: one schedules, the others stand by). Stops cleanly on SIGTERM
     (finishes in-flight bindings, releases the lease); exits 1 if the lease is lost.
@@ -322,8 +323,9 @@ def extender(
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
     With cluster access (--kubeconfig, clientConnection.kubeconfig, the in-cluster service account,
-    $KUBECONFIG or ~/.kube/config) it watches nodes, pods, PodDisruptionBudgets and namespaces, answers
-    both nodeCacheCapable modes from that cache (/readyz is 503 until it has synced) and binds through
+    $KUBECONFIG or ~/.kube/config) it watches nodes, pods, PodDisruptionBudgets, namespaces and the
+    workload objects default topology spreading reads (Services, ReplicationControllers, ReplicaSets,
+    StatefulSets), answers both nodeCacheCapable modes from that cache (/readyz is 503 until it has synced) and binds through
     pods/binding. With none of them it answers nodeCacheCapable: false requests only, from the nodes in
     each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
     extender".
@@ -382,7 +384,8 @@ def extender(
         )
     else:
         log.info(
-            "cluster cache: watching nodes, pods, PodDisruptionBudgets and namespaces; "
+            "cluster cache: watching nodes, pods, PodDisruptionBudgets, namespaces, services, "
+            "replicationcontrollers, replicasets and statefulsets; "
             "/readyz answers 503 until they have synced",
             extra={"url": url, "mode": "cluster-cache", "server": live.transport.host},
         )

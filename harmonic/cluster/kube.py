@@ -15,8 +15,10 @@
   the scheduling thread never waits on the network.
 
 ``LiveScheduler`` wires it all: informers for nodes, pods (non-terminal, all schedulers: assigned pods
-fill the cache, pending pods of our profiles fill the queue), PodDisruptionBudgets and namespaces
-(services ``"pdbs"`` and ``"namespaces"``); the ``Scheduler`` with a thread-pool binder; leader election
+fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
+``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
+namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
+``Scheduler`` with a thread-pool binder; leader election
 from the configuration's ``leaderElection``; metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or
 until leadership is lost, and returns the process exit code (1 when the lease was lost, as
 kube-scheduler exits then).
@@ -37,17 +39,9 @@ from typing import Any
 from harmonic.api.pod import Pod
 from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
-from harmonic.cluster.informer import (
-    ACTIVE_PODS,
-    NAMESPACES,
-    NODES,
-    PDBS,
-    PODS,
-    Backoff,
-    Informer,
-)
+from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
 from harmonic.cluster.leader import LeaderElector, default_identity
-from harmonic.cluster.services import NAMESPACES_SERVICE, PDBS_SERVICE, DisruptionBudgets, NamespaceLabels
+from harmonic.cluster.services import LiveServices
 from harmonic.cluster.transport import (
     STRATEGIC_MERGE_PATCH,
     ApiStatusError,
@@ -245,11 +239,11 @@ class LiveScheduler:
         self.transport = transport
         self.identity = identity or default_identity()
         self.metrics = metrics or SchedulerMetrics()
+        plugin_services = LiveServices(transport, informer_backoff)
         self.informers: dict[str, Informer] = {
             "nodes": Informer(transport, NODES, backoff=informer_backoff()),
             "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
-            "pdbs": Informer(transport, PDBS, backoff=informer_backoff()),
-            "namespaces": Informer(transport, NAMESPACES, backoff=informer_backoff()),
+            **plugin_services.informers,
         }
         # kube-scheduler writes events through a client of its own (its own rate limit).
         self.events = EventRecorder(
@@ -277,10 +271,7 @@ class LiveScheduler:
             self.client,
             seed=seed,
             binder=ThreadBinder(bind_workers),
-            services={
-                PDBS_SERVICE: DisruptionBudgets(self.informers["pdbs"]),
-                NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
-            },
+            services=plugin_services.services,
             observer=self.metrics,
             recorder=self.metrics,
         )

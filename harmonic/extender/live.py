@@ -6,8 +6,8 @@
   feeding a ``ClusterCache``: the nodes and bound pods that ``nodeCacheCapable: true`` requests name
   only; ``mark_synced()`` once every informer has delivered its first list, so ``/readyz`` answers 503
   and the verbs refuse node-names-only requests until the cache is complete;
-- informers for PodDisruptionBudgets and namespaces behind the ``"pdbs"`` and ``"namespaces"``
-  services plugins read (``cluster/services.py``);
+- the informers behind the services plugins read, ``"pdbs"``, ``"namespaces"`` and ``"workloads"``
+  (``cluster.services.LiveServices``, shared with ``harmonic run``), counted in the sync too;
 - the cluster client of the bind verb, ``BindOnlyClient``: bindings through ``cluster.binding``.
 
 The extender runs no leader election: every replica answers kube-scheduler, and the one that gets a
@@ -25,8 +25,8 @@ from typing import Any
 
 from harmonic.api.pod import Pod
 from harmonic.cluster.binding import PodBinder
-from harmonic.cluster.informer import ACTIVE_PODS, NAMESPACES, NODES, PDBS, PODS, Backoff, Informer
-from harmonic.cluster.services import NAMESPACES_SERVICE, PDBS_SERVICE, DisruptionBudgets, NamespaceLabels
+from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
+from harmonic.cluster.services import LiveServices
 from harmonic.cluster.transport import Transport
 from harmonic.extender.cache import ClusterCache
 from harmonic.framework.status import Code, Status
@@ -60,18 +60,15 @@ class LiveCluster:
     def __init__(self, transport: Transport, *, informer_backoff: Callable[[], Backoff] = Backoff) -> None:
         self.transport = transport
         self.cache = ClusterCache()
+        plugin_services = LiveServices(transport, informer_backoff)
         self.informers: dict[str, Informer] = {
             "nodes": Informer(transport, NODES, backoff=informer_backoff()),
             "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
-            "pdbs": Informer(transport, PDBS, backoff=informer_backoff()),
-            "namespaces": Informer(transport, NAMESPACES, backoff=informer_backoff()),
+            **plugin_services.informers,
         }
         self.informers["nodes"].add_handler(self.cache.on_node)
         self.informers["pods"].add_handler(self.cache.on_pod)
-        self.services: dict[str, Any] = {
-            PDBS_SERVICE: DisruptionBudgets(self.informers["pdbs"]),
-            NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
-        }
+        self.services: dict[str, Any] = plugin_services.services
         self.client = BindOnlyClient(PodBinder(transport, self.informers["nodes"]))
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None

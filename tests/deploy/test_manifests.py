@@ -233,9 +233,11 @@ def test_rbac_allows_the_calls_each_mode_makes(rendered, recorded_calls):
         rules = cluster_rules + (ns_rules if a.namespace == "harmonic-system" else [])
         assert allows(rules, a.verb, a.group, a.resource, a.name), (method, url, a)
     # The recording covered what each mode does (so the loop above checked something).
-    expected = {
-        (v, r) for v in ("list", "watch") for r in ("nodes", "pods", "namespaces", "poddisruptionbudgets")
-    }
+    informed = (
+        *("nodes", "pods", "namespaces", "poddisruptionbudgets"),
+        *("services", "replicationcontrollers", "replicasets", "statefulsets"),  # default spreading
+    )
+    expected = {(v, r) for v in ("list", "watch") for r in informed}
     expected.add(("create", "pods/binding"))
     if mode == "scheduler":
         expected |= {

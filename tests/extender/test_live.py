@@ -187,6 +187,65 @@ def test_plugins_services_read_the_watched_namespaces_and_budgets(api, connect):
     assert (budget.namespace, budget.name, budget.disruptions_allowed) == ("shop", "web", 0)
 
 
+#: Scores by PodTopologySpread alone: with no constraints of its own a pod is scored by the system
+#: default constraints, or not at all (every node 0) when no workload object selects it.
+SPREAD_SCORES = {
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "PodTopologySpread"}]}},
+        }
+    ]
+}
+
+
+def _replica(name: str) -> Any:
+    return pod(name).label("app", "web").owner("ReplicaSet", "web-7d9").req(cpu="100m")
+
+
+def test_prioritize_spreads_by_the_watched_workload_objects(api, connect, serve):
+    api.create_many(
+        "nodes",
+        [node("a0").zone("a").obj(), node("a1").zone("a").obj(), node("b0").zone("b").obj()],
+    )
+    api.create_many("pods", [_replica(f"web-{i}").node("a0").obj() for i in range(2)])
+    incoming = api.create("pods", _replica("web-new").obj())
+    live = connect()
+    wait_until(lambda: live.cache.synced, what="cache sync")
+    client = _serve_live(serve, live, SPREAD_SCORES)
+    args = extender_args(incoming, node_names=["a0", "a1", "b0"])
+
+    def scores() -> dict[str, int]:
+        status, res = client.post("prioritize", args)
+        assert status == 200
+        return {s["Host"]: s["Score"] for s in res}
+
+    # The pod's ReplicaSet is not in the cluster yet: no selector, no default spreading.
+    assert scores() == {"a0": 0, "a1": 0, "b0": 0}
+    rs = {
+        "metadata": {"name": "web-7d9", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }
+    api.create("replicasets", rs)
+    spread = wait_until(lambda: (s := scores())["b0"] > 0 and s, what="the ReplicaSet to be seen")
+    # Its two siblings on a0: the other zone first, then the empty host of their zone, a0 last.
+    assert spread["b0"] > spread["a1"] > spread["a0"]
+    api.delete("replicasets", "web-7d9", "default")
+    wait_until(lambda: scores() == {"a0": 0, "a1": 0, "b0": 0}, what="the deletion to be seen")
+
+
+def test_not_ready_until_the_workload_lists_are_in(api, connect, serve):
+    _nodes(api, "n1")
+    failing = api.inject(status=500, method="GET", path=r"^/apis/apps/v1/statefulsets$")
+    live = connect()
+    client = _serve_live(serve, live)
+    wait_until(lambda: failing.hits >= 2, what="the StatefulSet list to fail")
+    assert live.informers["nodes"].synced.is_set() and live.informers["pods"].synced.is_set()
+    assert client.raw("GET", "/readyz")[0] == 503
+    api.clear_faults()
+    wait_until(lambda: client.raw("GET", "/readyz")[0] == 200, what="readiness")
+
+
 # ---------------------------------------------------------------------------- the process
 class _Process:
     """``harmonic extender`` as a child process; its JSON log lines collected as they come."""
