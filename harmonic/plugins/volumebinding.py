@@ -33,11 +33,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import pairwise
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import field_validator
+from pydantic import ValidationError, field_validator
 
 from harmonic.api.pod import Pod
 from harmonic.api.selectors import LabelSelector, NodeSelector
@@ -75,7 +74,11 @@ from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.framework.volumes import VolumeBindingClient, VolumeLister, volumes_of
-from harmonic.plugins.noderesourcesfit import UtilizationShapePoint, broken_linear
+from harmonic.plugins.noderesourcesfit import (
+    RequestedToCapacityRatioParam,
+    UtilizationShapePoint,
+    broken_linear,
+)
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -109,10 +112,13 @@ class VolumeBindingArgs(PluginArgs):
 
     @field_validator("shape")
     @classmethod
-    def _increasing(cls, shape: tuple[UtilizationShapePoint, ...]) -> tuple[UtilizationShapePoint, ...]:
-        for a, b in pairwise(shape):
-            if b.utilization <= a.utilization:
-                raise ValueError("utilization values must be sorted in increasing order")
+    def _valid_shape(cls, shape: tuple[UtilizationShapePoint, ...]) -> tuple[UtilizationShapePoint, ...]:
+        """validateFunctionShape, as for RequestedToCapacityRatio (an empty shape: no scoring)."""
+        if shape:
+            try:
+                RequestedToCapacityRatioParam(shape=shape)
+            except ValidationError as e:
+                raise ValueError(str(e.errors()[0]["msg"]).removeprefix("Value error, ")) from None
         return shape
 
 

@@ -138,7 +138,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def events_to_register(self) -> Sequence[EventWithHint]:
         return (
-            EventWithHint(ClusterEvent(Resource.STORAGE_CLASS, Action.ADD)),
+            EventWithHint(ClusterEvent(Resource.STORAGE_CLASS, Action.ADD), _after_class_added),
             EventWithHint(
                 ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_TAINT)
             ),
@@ -146,7 +146,9 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
                 ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
                 _after_claim_change,
             ),
-            EventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE)),
+            EventWithHint(
+                ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE), _after_pv_change
+            ),
         )
 
 
@@ -158,3 +160,19 @@ def _after_claim_change(pod: Pod, old: Any, new: Any) -> Hint:
     if new is None or new.namespace != pod.namespace:
         return Hint.SKIP
     return Hint.QUEUE if any(v.kind == PVC and v.claim == new.name for v in pod_volumes(pod)) else Hint.SKIP
+
+
+def _after_class_added(pod: Pod, old: Any, new: Any) -> Hint:
+    """Only a WaitForFirstConsumer class lets an unbound claim through PreFilter."""
+    return Hint.QUEUE if new is not None and new.binding_mode == WAIT_FOR_FIRST_CONSUMER else Hint.SKIP
+
+
+def _pv_topology(pv: Any) -> dict[str, str]:
+    return {k: pv.labels[k] for k in TOPOLOGY_LABELS if k in pv.labels}
+
+
+def _after_pv_change(pod: Pod, old: Any, new: Any) -> Hint:
+    """A new PV, or a PV whose zone/region labels changed."""
+    if old is None or new is None:
+        return Hint.QUEUE
+    return Hint.QUEUE if _pv_topology(old) != _pv_topology(new) else Hint.SKIP
