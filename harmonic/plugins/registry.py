@@ -15,10 +15,14 @@ from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.nodevolumelimits import NodeVolumeLimits
 from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
+from harmonic.plugins.volumebinding import VolumeBinding
+from harmonic.plugins.volumerestrictions import VolumeRestrictions
+from harmonic.plugins.volumezone import VolumeZone
 
 IN_TREE = (
     DefaultBinder,
@@ -31,10 +35,14 @@ IN_TREE = (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeUnschedulable,
+    NodeVolumeLimits,
     PodTopologySpread,
     PrioritySort,
     SchedulingGates,
     TaintToleration,
+    VolumeBinding,
+    VolumeRestrictions,
+    VolumeZone,
 )
 
 
