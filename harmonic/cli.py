@@ -146,5 +146,88 @@ def config_show(path: str | None) -> None:
     click.echo(json.dumps(out, indent=2))
 
 
+@main.command()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration whose profile answers (default: kube-scheduler's default profile).",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8888, show_default=True)
+@click.option("--bind", "bind_address", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--prefix", default="/scheduler", show_default=True, help="URL path before the verbs.")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS with this cert.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Private key of --tls-cert.")
+@click.option(
+    "--tls-client-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Require client certificates signed by this CA (how kube-scheduler authenticates to extenders).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Require 'Authorization: Bearer <token>' on the verbs, the token read from this file.",
+)
+@click.option(
+    "--profile", default=None, help="Profile to evaluate every pod with (default: by schedulerName)."
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1024),
+    default=64 << 20,
+    show_default=True,
+    help="Larger request bodies are refused with 413.",
+)
+def extender(
+    config_path: str | None,
+    port: int,
+    bind_address: str,
+    prefix: str,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_client_ca: str | None,
+    token_file: str | None,
+    profile: str | None,
+    max_body_bytes: int,
+) -> None:
+    """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
+
+    Without cluster access the extender answers nodeCacheCapable: false requests only, from the nodes
+    in each request (and no pods); see the README section "Plug into kube-scheduler as an extender".
+    """
+    from pathlib import Path
+
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
+    from harmonic.plugins.registry import default_registry
+
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if tls_client_ca and not tls_cert:
+        raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    try:
+        cfg = _load(config_path)
+        ext = Extender(cfg, default_registry(), profile=profile)
+    except (ConfigError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    token = None
+    if token_file:
+        token = Path(token_file).read_text().strip()
+        if not token:
+            click.echo(f"error: {token_file}: the token file is empty", err=True)
+            sys.exit(1)
+    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
+    app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
+    try:
+        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls, log_level="info")
+    except OSError as e:
+        click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
+        sys.exit(1)
+    click.echo(f"harmonic extender: serving {server.url}{'/' + prefix.strip('/')}", err=True)
+    server.run()
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,1 @@
+"""kube-scheduler extender: the extender v1 protocol served by the Harmonic framework."""

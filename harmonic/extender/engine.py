@@ -1,0 +1,427 @@
+"""The extender verbs, answered by a profile's ``Framework`` — the same plugins and extension-point code
+the scheduler runs, no second scheduling path. HTTP lives in ``server.py``; this module maps request
+bodies to response bodies.
+
+What each verb runs (kube-scheduler calls the extender after its own Filter plugins, with the nodes
+that passed them, and calls prioritize with the nodes that passed every filter):
+
+- ``filter``: PreFilter, then every Filter plugin over *all* the candidate nodes (kube-scheduler
+  already sampled them; there is no percentageOfNodesToScore here). A PreFilter rejection fails every
+  node with its status; nodes a PreFilter result excludes fail as unresolvable with "node(s) didn't
+  satisfy plugin(s) [...]". Unschedulable nodes go to ``FailedNodes``, UnschedulableAndUnresolvable
+  ones to ``FailedAndUnresolvableNodes`` (preemption skips those); the value is the status message,
+  which kube-scheduler counts in its "0/N nodes are available: ..." line. An Error status becomes
+  the response's ``Error``.
+- ``prioritize``: PreFilter (its CycleState only: Score plugins may read it, as inside kube-scheduler's
+  own cycle; its verdict is ignored, the nodes were already filtered), PreScore and Score with
+  NormalizeScore and weights, then the weighted total is mapped to the extender range, see
+  ``extender_scores``. A failure is HTTP 500: ``HostPriorityList`` has no error field, and
+  kube-scheduler then just ignores this extender's scores for the pod.
+- ``preempt``: for each candidate node kube-scheduler proposes, remove its victims from the cache and
+  keep the node only if the pod then passes PreFilter and Filter there; victims are never added.
+- ``bind``: the profile's Bind plugins (``DefaultBinder`` binds through the cluster client), then the
+  pod is accounted on its node in the cache at once, so the next filter call already sees it.
+
+Which nodes and pods the plugins see:
+
+- With a ``ClusterCache`` (informer-fed; required by ``nodeCacheCapable: true``): every node and every
+  bound pod in the cluster, as the cache last heard of them. Requests that carry full ``Nodes`` are
+  answered from the cache too (their objects only name the candidates; nodes the cache does not know
+  yet fail as resolvable, ``NODE_NOT_CACHED``).
+- Without a cache (``nodeCacheCapable: false`` and no cluster access): exactly the request's nodes and
+  **no pods at all**. Filters and scores that depend on running pods then see empty nodes:
+  NodeResourcesFit counts no requested resources, NodePorts no used ports, InterPodAffinity and
+  PodTopologySpread no matching pods; whole-cluster aggregates (topology domains, ImageLocality's
+  spread) cover only the candidates. ``preempt`` then has nothing to judge and returns the candidates
+  unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from harmonic.api.errors import ObjectError
+from harmonic.api.node import Node, parse_node
+from harmonic.api.pod import Pod, parse_pod
+from harmonic.extender import wire
+from harmonic.extender.cache import ClusterCache
+from harmonic.extender.wire import MAX_EXTENDER_PRIORITY, WireError
+from harmonic.framework.config import SchedulerConfiguration
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient
+from harmonic.framework.registry import Registry
+from harmonic.framework.runtime import Framework
+from harmonic.framework.snapshot import Snapshot
+from harmonic.framework.status import Code, Status
+from harmonic.scheduler.clock import RealClock
+
+log = logging.getLogger(__name__)
+
+NODE_NOT_CACHED = "node(s) were not yet known to the Harmonic extender's cache"
+_MEMO_MIN = 10_000
+
+
+class ExtenderError(RuntimeError):
+    """A request that was well-formed but could not be answered (HTTP 500 where the verb has no
+    ``Error`` field)."""
+
+
+def extender_scores(total: np.ndarray, weight_sum: int) -> np.ndarray:
+    """Weighted framework totals mapped to the extender range 0..MaxExtenderPriority (10).
+
+    kube-scheduler adds ``score * weight * (MaxNodeScore / MaxExtenderPriority)`` — the extender's
+    score times its configured ``weight`` times 10 — to each node's total. So the extender should
+    answer, per node, its profile's weighted *mean* score (0..100, over the plugins that scored: those
+    whose PreScore returned Skip take no part) divided by 10: the extender then weighs in like one more
+    kube-scheduler Score plugin of weight ``weight`` whose score is Harmonic's opinion. The division
+    rounds half away from zero (Go's ``math.Round``), so the value kube-scheduler reconstructs,
+    ``score * 10``, is within 5 of Harmonic's 0..100 score; truncating would bias every node down by
+    4.5 on average. Scores are absolute, not rescaled to the best candidate, so a node's contribution
+    does not depend on which other nodes were sent with it. No score plugin ran: 0 for every node.
+    """
+    if weight_sum <= 0 or len(total) == 0:
+        return np.zeros(len(total), dtype=np.int64)
+    step = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)  # even, so step // 2 is exact
+    return np.clip((total + step // 2) // step, 0, MAX_EXTENDER_PRIORITY)
+
+
+class _NoClient:
+    """Cluster client of an extender started without cluster access."""
+
+    _MSG = "the Harmonic extender has no cluster client (start it with cluster access to bind)"
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        return Status(Code.ERROR, self._MSG)
+
+    def evict(self, pod: Pod, reason: str) -> Status | None:
+        return Status(Code.ERROR, self._MSG)
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
+        return Status(Code.ERROR, self._MSG)
+
+
+class _Handle:
+    """framework.Handle for the extender's profiles."""
+
+    def __init__(self, ext: Extender, profile: str) -> None:
+        self._ext = ext
+        self._profile = profile
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._ext.snapshot
+
+    @property
+    def client(self) -> ClusterClient:
+        return self._ext.client
+
+    @property
+    def clock(self) -> Clock:
+        return self._ext.clock
+
+    @property
+    def profile_name(self) -> str:
+        return self._profile
+
+    def waiting_pod(self, uid: str) -> Any:
+        return None
+
+    def service(self, name: str) -> Any:
+        return self._ext.services[name]
+
+
+class _RequestNodes:
+    """The snapshot of a cache-less extender: exactly the nodes of the current request, no pods.
+
+    One ``Snapshot`` object is kept and brought to each request's node set (nodes added, changed,
+    removed), so plugins that index it incrementally stay correct and consecutive requests with the
+    same nodes cost little. Parsed nodes are memoised by (uid, resourceVersion).
+    """
+
+    def __init__(self) -> None:
+        self.snapshot = Snapshot()
+        self._current: dict[str, tuple[str, str] | None] = {}
+        self._memo: dict[tuple[str, str], Node] = {}
+
+    def sync(self, items: list[wire.NodeItem]) -> None:
+        wanted = {it.name for it in items}
+        for name in [n for n in self._current if n not in wanted]:
+            self.snapshot.remove_node(name)
+            del self._current[name]
+        if len(self._memo) > max(_MEMO_MIN, 4 * len(items)):
+            self._memo.clear()
+        for i, it in enumerate(items):
+            if it.key is not None and self._current.get(it.name, ()) == it.key:
+                continue
+            node = self._memo.get(it.key) if it.key is not None else None
+            if node is None:
+                try:
+                    node = parse_node(it.manifest())
+                except (ObjectError, ValueError) as e:
+                    raise WireError(f"Nodes.items[{i}]: {e}") from None
+                if it.key is not None:
+                    self._memo[it.key] = node
+            self.snapshot.set_node(node)
+            self._current[it.name] = it.key
+
+
+class Extender:
+    """The extender verbs over one ``SchedulerConfiguration``.
+
+    ``profile`` names the profile every pod is evaluated with; without it a pod uses the profile named
+    by its ``spec.schedulerName`` when there is one, else the configuration's first profile.
+    """
+
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        registry: Registry,
+        *,
+        cache: ClusterCache | None = None,
+        client: ClusterClient | None = None,
+        profile: str | None = None,
+        services: Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.cache = cache
+        self.client: ClusterClient = client or _NoClient()
+        self.clock: Clock = clock or RealClock()
+        self.services: dict[str, Any] = dict(services or {})
+        self._request_nodes = _RequestNodes() if cache is None else None
+        self._lock = cache.lock if cache is not None else threading.RLock()
+        self.frameworks = {
+            p.scheduler_name: Framework(p, registry, _Handle(self, p.scheduler_name)) for p in config.profiles
+        }
+        if profile is not None and profile not in self.frameworks:
+            known = ", ".join(self.frameworks)
+            raise ValueError(f"--profile {profile!r}: no such profile in {config.source} (profiles: {known})")
+        self.pinned = profile
+        self.default = self.frameworks[profile or config.profiles[0].scheduler_name]
+
+    @property
+    def snapshot(self) -> Snapshot:
+        if self.cache is not None:
+            return self.cache.snapshot
+        assert self._request_nodes is not None
+        return self._request_nodes.snapshot
+
+    @property
+    def ready(self) -> bool:
+        return self.cache is None or self.cache.synced
+
+    def framework_for(self, pod: Pod) -> Framework:
+        if self.pinned is None:
+            fw = self.frameworks.get(pod.scheduler_name)
+            if fw is not None:
+                return fw
+        return self.default
+
+    # ================================================================== filter
+    def filter(self, body: bytes) -> bytes:
+        args = wire.decode_args(body)
+        pod = _parse_pod(args.pod, "Pod")
+        fw = self.framework_for(pod)
+        names = args.names
+        with self._lock:
+            err = self._prepare(args)
+            if err:
+                return wire.encode_filter_result(error=err)
+            known, slots, unknown = self._resolve(names)
+            passed_mask, failed, unresolvable, err = self._run_filter(fw, pod, slots, known)
+        if err:
+            return wire.encode_filter_result(error=err)
+        for name in unknown:
+            failed[name] = NODE_NOT_CACHED
+        passed = [known[i] for i in np.flatnonzero(passed_mask).tolist()]
+        if args.nodes is not None:
+            keep = set(passed)
+            return wire.encode_filter_result(
+                passed_nodes=[it.raw for it in args.nodes if it.name in keep],
+                failed=failed,
+                unresolvable=unresolvable,
+            )
+        return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
+
+    def _prepare(self, args: wire.ExtenderArgs) -> str:
+        """Bring the snapshot to the request (cache-less) or check the cache can answer; an error text."""
+        if self.cache is None:
+            if args.nodes is None:
+                return (
+                    "this Harmonic extender has no cluster cache, so it cannot answer a request with node "
+                    "names only: set nodeCacheCapable: false, or run the extender with cluster access"
+                )
+            assert self._request_nodes is not None
+            self._request_nodes.sync(args.nodes)
+            return ""
+        if not self.cache.synced:
+            return "the Harmonic extender's cluster cache has not synced yet"
+        return ""
+
+    def _resolve(self, names: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
+        """(known names, their slots, unknown names), each name once, in request order."""
+        snap = self.snapshot
+        uniq = list(dict.fromkeys(names)) if len(set(names)) != len(names) else names
+        slot_of = snap.slot_of
+        slots = np.asarray([slot_of.get(n, -1) for n in uniq], dtype=np.int64)
+        ok = slots >= 0
+        ok[ok] = snap.live[slots[ok]]
+        if ok.all():
+            return uniq, slots, []
+        known_at = np.flatnonzero(ok).tolist()
+        unknown = [uniq[i] for i in np.flatnonzero(~ok).tolist()]
+        return [uniq[i] for i in known_at], slots[ok], unknown
+
+    def _run_filter(
+        self, fw: Framework, pod: Pod, slots: np.ndarray, names: list[str]
+    ) -> tuple[np.ndarray, dict[str, str], dict[str, str], str]:
+        """(passed per slot, FailedNodes, FailedAndUnresolvableNodes, error text)."""
+        snap = self.snapshot
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        passed = np.zeros(len(slots), dtype=bool)
+        if len(slots) == 0:
+            return passed, failed, unresolvable, ""
+        state = CycleState()
+        pre, st, narrowing = fw.run_pre_filter(state, pod, snap)
+        if st is not None:
+            if st.code == Code.ERROR:
+                return passed, failed, unresolvable, st.message
+            target = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+            target.update(dict.fromkeys(names, st.message))
+            return passed, failed, unresolvable, ""
+        candidates = np.arange(len(slots))
+        if pre is not None and pre.node_names is not None:
+            inside = np.fromiter((n in pre.node_names for n in names), dtype=bool, count=len(names))
+            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
+            unresolvable.update(dict.fromkeys((names[i] for i in np.flatnonzero(~inside).tolist()), msg))
+            candidates = np.flatnonzero(inside)
+        if len(candidates) == 0:
+            return passed, failed, unresolvable, ""
+        outcome, st = fw.run_filters(state, pod, snap, slots[candidates])
+        if st is not None:
+            return passed, failed, unresolvable, st.message
+        ok = outcome.codes == 0
+        passed[candidates[ok]] = True
+        messages = [", ".join(r) for r in outcome.reasons]
+        for i in np.flatnonzero(~ok).tolist():
+            name = names[int(candidates[i])]
+            msg = messages[int(outcome.reason_ids[i])]
+            if outcome.codes[i] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                unresolvable[name] = msg
+            else:
+                failed[name] = msg
+        return passed, failed, unresolvable, ""
+
+    # ================================================================== prioritize
+    def prioritize(self, body: bytes) -> bytes:
+        args = wire.decode_args(body)
+        pod = _parse_pod(args.pod, "Pod")
+        fw = self.framework_for(pod)
+        names = args.names
+        with self._lock:
+            err = self._prepare(args)
+            if err:
+                raise ExtenderError(err)
+            known, slots, _ = self._resolve(names)
+            scores = self._run_score(fw, pod, slots)
+        if known is names:
+            return wire.encode_host_priorities(names, scores.tolist())
+        by_name = dict(zip(known, scores.tolist(), strict=True))
+        return wire.encode_host_priorities(names, [by_name.get(n, 0) for n in names])
+
+    def _run_score(self, fw: Framework, pod: Pod, slots: np.ndarray) -> np.ndarray:
+        if len(slots) == 0:
+            return np.zeros(0, dtype=np.int64)
+        snap = self.snapshot
+        state = CycleState()
+        _, st, _ = fw.run_pre_filter(state, pod, snap)
+        if st is not None and st.code == Code.ERROR:
+            raise ExtenderError(st.message)
+        st = fw.run_pre_score(state, pod, snap, slots)
+        if st is not None:
+            raise ExtenderError(st.message)
+        total, per_plugin, st = fw.run_score(state, pod, snap, slots)
+        if st is not None:
+            raise ExtenderError(st.message)
+        weight_sum = sum(fw.profile.weights[name] for name in per_plugin)
+        return extender_scores(total, weight_sum)
+
+    # ================================================================== preempt
+    def preempt(self, body: bytes) -> bytes:
+        args = wire.decode_preemption_args(body)
+        pod = _parse_pod(args.pod, "Pod")
+        fw = self.framework_for(pod)
+        if self.cache is None:
+            return wire.encode_preemption_result(args.victims)
+        kept: dict[str, wire.Victims] = {}
+        with self._lock:
+            if not self.cache.synced:
+                raise ExtenderError("the Harmonic extender's cluster cache has not synced yet")
+            snap = self.snapshot
+            for node in sorted(args.victims):
+                if not snap.has_node(node):
+                    continue
+                if self._fits_without(fw, pod, snap, node, args.victims[node].uids):
+                    kept[node] = args.victims[node]
+        return wire.encode_preemption_result(kept)
+
+    def _fits_without(self, fw: Framework, pod: Pod, snap: Snapshot, node: str, uids: Iterable[str]) -> bool:
+        """Whether ``pod`` passes PreFilter and Filter on ``node`` once ``uids`` are gone from it."""
+        slot = snap.slot_of[node]
+        on_node = snap.pods[slot]
+        removed = [on_node[u] for u in dict.fromkeys(uids) if u in on_node]
+        for p in removed:
+            snap.remove_pod(p, node)
+        try:
+            state = CycleState()
+            pre, st, _ = fw.run_pre_filter(state, pod, snap)
+            if st is not None:
+                if st.code == Code.ERROR:
+                    raise ExtenderError(st.message)
+                return False
+            if pre is not None and pre.node_names is not None and node not in pre.node_names:
+                return False
+            outcome, st = fw.run_filters(state, pod, snap, np.asarray([slot], dtype=np.int64))
+            if st is not None:
+                raise ExtenderError(st.message)
+            return bool(outcome.codes[0] == 0)
+        finally:
+            for p in removed:
+                snap.add_pod(p, node)
+
+    # ================================================================== bind
+    def bind(self, body: bytes) -> bytes:
+        """Blocking (API call): the server runs it off its event loop."""
+        args = wire.decode_binding_args(body)
+        pod = self.cache.pending_pod(args.pod_uid) if self.cache is not None and args.pod_uid else None
+        if pod is None or pod.name != args.pod_name or pod.namespace != args.pod_namespace:
+            pod = _pod_ref(args)
+        fw = self.framework_for(pod)
+        st = fw.run_bind(CycleState(), pod, args.node)
+        if st is not None:
+            return wire.encode_binding_result(st.message or f"binding rejected ({st.code.wire_name})")
+        if self.cache is not None:
+            self.cache.assume(pod, args.node)
+        return wire.encode_binding_result()
+
+
+def _parse_pod(raw: Mapping[str, Any], field: str) -> Pod:
+    try:
+        return parse_pod(raw)
+    except (ObjectError, ValueError) as e:
+        raise WireError(f"{field}: {e}") from None
+
+
+def _pod_ref(args: wire.BindingArgs) -> Pod:
+    """The pod as the binding names it (name, namespace, uid): all a Binding needs, when the cache does
+    not hold the pending pod itself."""
+    meta: dict[str, Any] = {"name": args.pod_name, "namespace": args.pod_namespace}
+    if args.pod_uid:
+        meta["uid"] = args.pod_uid
+    return parse_pod({"metadata": meta, "spec": {"containers": [{"name": "ref"}]}})

@@ -1,0 +1,273 @@
+"""The extender's HTTP(S) server: kube-scheduler's extender v1 verbs over ``Extender``, plus probes and
+metrics.
+
+Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix`` is
+``http(s)://HOST:PORT/scheduler`` and its verbs ``filter``, ``prioritize``, ``preempt``, ``bind``):
+
+- ``POST {prefix}/filter|prioritize|preempt|bind``: 200 with the verb's result; 400 for a body that is
+  not the protocol's shape (the message names the field); 401 without the bearer token when one is
+  configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
+  an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
+- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced),
+  ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
+
+The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
+framework in the request path. Filter, prioritize and preempt run on the event loop thread (they are
+CPU-bound and kube-scheduler sends them one at a time); bind waits on the API server, so it runs on a
+worker thread. kube-scheduler cannot send bearer tokens to extenders; to authenticate it, serve TLS
+with ``client_ca`` so that only clients with a certificate from that CA (kube-scheduler's
+``tlsConfig.certFile``/``keyFile``) get through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from harmonic.extender import wire
+from harmonic.extender.engine import Extender, ExtenderError
+from harmonic.extender.wire import WireError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8888
+DEFAULT_PREFIX = "/scheduler"
+#: 5,000 realistic nodes (labels, conditions, 20 images each) marshal to about 29 MiB in a
+#: nodeCacheCapable: false request; 64 MiB leaves room for larger nodes at Kubernetes' 5,000-node limit.
+DEFAULT_MAX_BODY_BYTES = 64 << 20
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    prefix: str = DEFAULT_PREFIX
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: Bearer token required on the verbs; None disables the check.
+    token: str | None = None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "harmonic_extender_requests",
+            "Extender requests by verb and HTTP status code.",
+            ("verb", "code"),
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "harmonic_extender_request_duration_seconds",
+            "Time to answer an extender request (body read to response built), by verb.",
+            ("verb",),
+            buckets=tuple(0.0005 * 2**i for i in range(15)),  # 0.5 ms .. 8 s
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class ExtenderApp:
+    """The ASGI application."""
+
+    def __init__(self, extender: Extender, settings: ServerSettings | None = None) -> None:
+        self.extender = extender
+        self.settings = settings or ServerSettings()
+        prefix = "/" + self.settings.prefix.strip("/") if self.settings.prefix.strip("/") else ""
+        self._routes = {f"{prefix}/{verb}": verb for verb in VERBS}
+        self._token = self.settings.token.encode() if self.settings.token else None
+        self.metrics = _Metrics()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        verb = self._routes.get(path)
+        if verb is None:
+            await self._simple(send, path, method)
+            return
+        if method != "POST":
+            await _respond(send, 405, wire.encode_error(f"{path} takes POST"), [(b"allow", b"POST")])
+            return
+        start = time.perf_counter()
+        code, body, extra = await self._verb(verb, scope, receive)
+        await _respond(send, code, body, extra)
+        self.metrics.requests.labels(verb, str(code)).inc()
+        if code == 200:
+            self.metrics.duration.labels(verb).observe(time.perf_counter() - start)
+
+    async def _verb(
+        self, verb: str, scope: Scope, receive: Receive
+    ) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        headers = dict(scope["headers"])
+        if self._token is not None and not self._authorized(headers.get(b"authorization", b"")):
+            return 401, wire.encode_error("missing or wrong bearer token"), [(b"www-authenticate", b"Bearer")]
+        limit = self.settings.max_body_bytes
+        try:
+            declared = int(headers.get(b"content-length", b"-1"))
+        except ValueError:
+            return 400, wire.encode_error("Content-Length is not a number"), []
+        too_large = wire.encode_error(f"request body is larger than the limit of {limit} bytes")
+        if declared > limit:
+            return 413, too_large, [(b"connection", b"close")]
+        try:
+            body = await _read_body(receive, limit)
+        except _TooLarge:
+            return 413, too_large, [(b"connection", b"close")]
+        try:
+            if verb == "bind":
+                out = await asyncio.to_thread(self.extender.bind, body)
+            else:
+                out = getattr(self.extender, verb)(body)
+        except WireError as e:
+            return 400, wire.encode_error(f"{verb}: {e}"), []
+        except ExtenderError as e:
+            return 500, wire.encode_error(f"{verb}: {e}"), []
+        except Exception as e:  # a bug must answer 500, not drop the connection
+            log.exception("extender %s failed", verb)
+            return 500, wire.encode_error(f"{verb}: internal error: {type(e).__name__}: {e}"), []
+        return 200, out, []
+
+    def _authorized(self, header: bytes) -> bool:
+        assert self._token is not None
+        scheme, _, value = header.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), self._token)
+
+    async def _simple(self, send: Send, path: str, method: str) -> None:
+        if path not in ("/healthz", "/readyz", "/metrics"):
+            await _respond(send, 404, wire.encode_error(f"no route {path}"))
+            return
+        if method not in ("GET", "HEAD"):
+            await _respond(send, 405, wire.encode_error(f"{path} takes GET"), [(b"allow", b"GET, HEAD")])
+            return
+        if path == "/healthz":
+            await _respond(send, 200, b"ok", content_type=b"text/plain")
+        elif path == "/readyz":
+            ready = self.extender.ready
+            msg = b"ok" if ready else b"cluster cache not synced"
+            await _respond(send, 200 if ready else 503, msg, content_type=b"text/plain")
+        else:
+            await _respond(send, 200, self.metrics.render(), content_type=CONTENT_TYPE_LATEST.encode())
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes = b"application/json",
+) -> None:
+    hs = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": hs})
+    await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True)
+class TLSSettings:
+    cert_file: str
+    key_file: str
+    #: Require client certificates signed by this CA (mutual TLS); None accepts any client.
+    client_ca_file: str | None = None
+
+
+class ExtenderServer:
+    """uvicorn serving an ``ExtenderApp`` on ``bind:port`` (0 picks a free port)."""
+
+    def __init__(
+        self,
+        app: ExtenderApp,
+        bind: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        tls: TLSSettings | None = None,
+        log_level: str = "warning",
+    ) -> None:
+        self.app = app
+        self.tls = tls
+        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((bind, port))
+        # Listening at once: connections made before uvicorn runs wait in the backlog, not refused.
+        self._sock.listen(2048)
+        self.host = bind
+        self.port: int = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            loop="uvloop",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_level=log_level,
+            # kube-scheduler keeps connections to extenders alive (Go's 90 s idle timeout).
+            timeout_keep_alive=90,
+            ssl_certfile=tls.cert_file if tls else None,
+            ssl_keyfile=tls.key_file if tls else None,
+            ssl_ca_certs=tls.client_ca_file if tls else None,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca_file else ssl.CERT_NONE,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+    def run(self) -> None:
+        """Serve until SIGINT/SIGTERM (uvicorn's handlers), then finish in-flight requests."""
+        self._server.run(sockets=[self._sock])
+
+    def start(self) -> None:
+        """Serve on a background thread (tests, benchmarks); returns once accepting connections."""
+        self._thread = threading.Thread(target=self.run, name="extender-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("extender server did not start")
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()

@@ -1,0 +1,270 @@
+"""Deployment artefacts: the Helm chart (rendered by tests/deploy/gotemplate.py, Helm being unavailable
+here), the plain manifests in deploy/, RBAC against harmonic/cluster/permissions.py, the mounted
+scheduler configuration, the container arguments against the CLI, and the Dockerfile."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harmonic.cli import main as cli
+from harmonic.cluster.permissions import (
+    allows,
+    extender_permissions,
+    rbac_rules,
+    request_attributes,
+    scheduler_permissions,
+)
+from harmonic.extender.server import DEFAULT_PREFIX, VERBS
+from harmonic.framework.config import load_config
+from harmonic.plugins.registry import default_registry
+from tests.deploy.gotemplate import TemplateError, render_chart
+from tests.deploy.regenerate import CHART, RENDERED, ROOT, expected
+
+TLS_AND_TOKEN = {
+    "mode": "extender",
+    "extender": {"tls": {"secretName": "harmonic-tls", "clientCA": True}, "tokenSecret": "harmonic-token"},
+}
+VARIANTS = {
+    "scheduler": {},
+    "extender": yaml.safe_load((CHART / "values-extender.yaml").read_text()),
+    "extender-tls": TLS_AND_TOKEN,
+}
+
+
+def by_kind(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for d in docs:
+        out.setdefault(d["kind"], []).append(d)
+    return out
+
+
+@pytest.fixture(params=sorted(VARIANTS))
+def rendered(request) -> tuple[str, dict[str, list[dict[str, Any]]]]:
+    values = VARIANTS[request.param]
+    return values.get("mode", "scheduler"), by_kind(render_chart(CHART, values))
+
+
+def test_plain_manifests_are_the_chart_rendered():
+    for name, values in RENDERED.items():
+        on_disk = [d for d in yaml.safe_load_all((ROOT / "deploy" / name).read_text()) if d]
+        assert on_disk == expected(values), f"deploy/{name} is stale: run python -m tests.deploy.regenerate"
+
+
+def test_every_object_is_well_formed_and_namespaced_in_the_release(rendered):
+    _, kinds = rendered
+    for kind, docs in kinds.items():
+        for d in docs:
+            assert d["apiVersion"] and d["metadata"]["name"], d
+            if kind not in ("ClusterRole", "ClusterRoleBinding"):
+                assert d["metadata"]["namespace"] == "harmonic-system", (kind, d["metadata"])
+    assert set(kinds) >= {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Service",
+    }
+
+
+def test_deployment_probes_resources_and_security(rendered):
+    mode, kinds = rendered
+    (dep,) = kinds["Deployment"]
+    spec = dep["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]
+    assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    (c,) = pod["spec"]["containers"]
+    port_names = {p["name"] for p in c["ports"]}
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert c[probe]["httpGet"]["port"] in port_names
+    tls = mode == "extender" and "--tls-cert=/etc/harmonic/tls/tls.crt" in c["args"]
+    assert c["livenessProbe"]["httpGet"]["scheme"] == ("HTTPS" if tls else "HTTP")
+    assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
+    assert c["resources"]["limits"]["memory"]
+    sc = c["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    volumes = {v["name"] for v in pod["spec"]["volumes"]}
+    assert set(mounts) == volumes
+    for arg in c["args"]:
+        if "=/etc/harmonic/" in arg:
+            path = arg.split("=", 1)[1]
+            assert any(path.startswith(m + "/") for m in mounts.values()), arg
+
+
+def test_service_selects_the_pods_and_exposes_the_container_port(rendered):
+    _, kinds = rendered
+    (svc,) = kinds["Service"]
+    (dep,) = kinds["Deployment"]
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert svc["spec"]["selector"].items() <= labels.items()
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    container_ports = {p["name"] for p in c["ports"]}
+    assert {p["targetPort"] for p in svc["spec"]["ports"]} <= container_ports
+
+
+def test_rbac_is_exactly_the_permission_table(rendered):
+    mode, kinds = rendered
+    perms = scheduler_permissions("harmonic-scheduler") if mode == "scheduler" else extender_permissions()
+    (cr,) = kinds["ClusterRole"]
+    assert cr["rules"] == rbac_rules(perms, namespaced=False)
+    assert kinds.get("Role", [{"rules": []}])[0]["rules"] == rbac_rules(perms, namespaced=True)
+    for role in kinds["ClusterRole"] + kinds.get("Role", []):
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+    (sa,) = kinds["ServiceAccount"]
+    (dep,) = kinds["Deployment"]
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
+    for binding, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        for b in kinds.get(binding, []):
+            assert b["roleRef"]["name"] in {r["metadata"]["name"] for r in kinds[role_kind]}
+            assert b["subjects"] == [
+                {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "harmonic-system"}
+            ]
+
+
+def test_rbac_allows_the_calls_each_mode_makes(rendered):
+    """The API requests each component issues (informers list+watch, bind, status patch, events,
+    eviction, leader election), resolved as kube-apiserver authorizes them."""
+    mode, kinds = rendered
+    cluster_rules = kinds["ClusterRole"][0]["rules"]
+    ns_rules = kinds.get("Role", [{"rules": []}])[0]["rules"]
+    calls = [
+        ("GET", "/api/v1/nodes?limit=500"),
+        ("GET", "/api/v1/nodes?watch=true&resourceVersion=10&allowWatchBookmarks=true"),
+        ("GET", "/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded"),
+        ("GET", "/api/v1/pods?watch=1&resourceVersion=10"),
+        ("POST", "/api/v1/namespaces/shop/pods/web-1/binding"),
+    ]
+    if mode == "scheduler":
+        calls += [
+            ("PATCH", "/api/v1/namespaces/shop/pods/web-1/status"),
+            ("POST", "/api/v1/namespaces/batch/pods/job-1/eviction"),
+            ("GET", "/apis/policy/v1/poddisruptionbudgets?limit=500"),
+            ("GET", "/api/v1/namespaces?watch=true"),
+            ("POST", "/apis/events.k8s.io/v1/namespaces/shop/events"),
+            ("PATCH", "/apis/events.k8s.io/v1/namespaces/shop/events/web-1.17f3"),
+            ("GET", "/apis/coordination.k8s.io/v1/namespaces/harmonic-system/leases/harmonic-scheduler"),
+            ("PUT", "/apis/coordination.k8s.io/v1/namespaces/harmonic-system/leases/harmonic-scheduler"),
+            ("POST", "/apis/coordination.k8s.io/v1/namespaces/harmonic-system/leases"),
+        ]
+    for method, url in calls:
+        a = request_attributes(method, url)
+        assert a is not None
+        rules = cluster_rules + (ns_rules if a.namespace == "harmonic-system" else [])
+        assert allows(rules, a.verb, a.group, a.resource, a.name), (method, url, a)
+    # Least privilege: what neither mode does stays forbidden.
+    for method, url in [
+        ("DELETE", "/api/v1/namespaces/shop/pods/web-1"),
+        ("GET", "/api/v1/secrets"),
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"),
+    ]:
+        a = request_attributes(method, url)
+        assert a is not None
+        assert not allows(cluster_rules, a.verb, a.group, a.resource, a.name), (method, url)
+
+
+def test_request_attributes_resolve_like_the_api_server():
+    r = request_attributes
+    assert r("GET", "/api/v1/pods?limit=500").verb == "list"  # type: ignore[union-attr]
+    assert r("GET", "/api/v1/pods?watch=true").verb == "watch"  # type: ignore[union-attr]
+    assert r("GET", "/api/v1/namespaces/a/pods/p").verb == "get"  # type: ignore[union-attr]
+    b = r("POST", "/api/v1/namespaces/a/pods/p/binding")
+    assert b is not None and (b.verb, b.group, b.resource, b.namespace, b.name) == (
+        "create",
+        "",
+        "pods/binding",
+        "a",
+        "p",
+    )
+    lease = r("PUT", "/apis/coordination.k8s.io/v1/namespaces/h/leases/l")
+    assert lease is not None and (lease.verb, lease.group, lease.resource) == (
+        "update",
+        "coordination.k8s.io",
+        "leases",
+    )
+    ns = r("GET", "/api/v1/namespaces/shop")
+    assert ns is not None and (ns.verb, ns.resource, ns.name) == ("get", "namespaces", "shop")
+    assert r("GET", "/apis/events.k8s.io/v1") is None
+    assert r("GET", "/healthz") is None
+
+
+def test_mounted_configuration_loads(rendered):
+    mode, kinds = rendered
+    (cm,) = kinds["ConfigMap"]
+    cfg = load_config(yaml.safe_load(cm["data"]["config.yaml"]), default_registry(), source="configmap")
+    assert cfg.leader_election.leader_elect is (mode == "scheduler")
+    if mode == "scheduler":
+        assert cfg.leader_election.resource_namespace == "harmonic-system"
+        (role,) = kinds["Role"]
+        named = [r for r in role["rules"] if r.get("resourceNames")]
+        assert named[0]["resourceNames"] == [cfg.leader_election.resource_name]
+
+
+def test_container_arguments_parse_with_the_cli(rendered):
+    mode, kinds = rendered
+    (c,) = kinds["Deployment"][0]["spec"]["template"]["spec"]["containers"]
+    command = cli.commands.get(c["args"][0])  # type: ignore[attr-defined]
+    if command is None:
+        pytest.skip(f"`harmonic {c['args'][0]}` is not in this build yet")
+    args = [re.sub(r"^(--[\w-]+)=/etc/harmonic/.*", r"\1=" + str(Path(__file__)), a) for a in c["args"][1:]]
+    ctx = command.make_context(c["args"][0], args)
+    assert ctx.params
+    if mode == "extender":
+        assert ctx.params["bind_address"] == "0.0.0.0"
+        svc_ports = {p["port"] for p in kinds["Service"][0]["spec"]["ports"]}
+        assert ctx.params["port"] in svc_ports
+
+
+def test_unsupported_template_syntax_fails_loudly(tmp_path):
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text("name: x\nversion: 0.1.0\n")
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    (tmp_path / "templates" / "x.yaml").write_text("v: {{ .Values.a | b64enc }}\n")
+    with pytest.raises(TemplateError, match="b64enc"):
+        render_chart(tmp_path)
+
+
+def test_kube_scheduler_sample_points_at_the_extender():
+    cfg = yaml.safe_load((ROOT / "deploy" / "kube-scheduler-config.yaml").read_text())
+    assert cfg["kind"] == "KubeSchedulerConfiguration"
+    (ext,) = cfg["extenders"]
+    known = {
+        "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb", "enableHTTPS",
+        "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable",
+    }  # fmt: skip
+    assert set(ext) <= known
+    assert ext["urlPrefix"].endswith(DEFAULT_PREFIX)
+    assert {ext[k] for k in ("filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb")} == set(VERBS)
+    chart_port = yaml.safe_load((CHART / "values.yaml").read_text())["extender"]["port"]
+    assert ext["urlPrefix"].startswith("http://") and f":{chart_port}/" in ext["urlPrefix"]
+    assert ext["weight"] > 0
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(
+        r"```yaml\n(apiVersion: kubescheduler.config.k8s.io/v1\n.*?extenders:.*?)```", readme, re.S
+    )
+    assert block is not None, "README lacks the sample extenders stanza"
+    assert yaml.safe_load(block.group(1))["extenders"] == cfg["extenders"]
+
+
+def test_dockerfile_is_slim_non_root_and_installs_the_package():
+    text = (ROOT / "Dockerfile").read_text()
+    froms = re.findall(r"^FROM (\S+)", text, re.M)
+    assert froms and all(f == "python:3.11-slim" for f in froms)
+    user = re.findall(r"^USER (\S+)", text, re.M)
+    assert user and user[-1].split(":")[0] not in ("0", "root")
+    assert "pip install" in text and "-e " not in text
+    assert re.search(r'^ENTRYPOINT \["harmonic"\]', text, re.M)
+    (dep,) = by_kind(render_chart(CHART))["Deployment"]
+    run_as = dep["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    assert user[-1].split(":")[0] == str(run_as)
