@@ -417,7 +417,7 @@ class World:
                 # With nothing else left to happen, retrying unschedulable pods cannot place them.
                 if candidates or counts["backoff"] or counts["active"] or end < math.inf:
                     candidates.append(wake if wake > now else now + UNSCHEDULABLE_FLUSH_PERIOD)
-            t_next = min(candidates) if candidates else end
+            t_next = min(candidates) if candidates else (end if end < math.inf else now)
             stop_at = min(t_next, end)
             while next_sample < stop_at:
                 self.recorder.sample(next_sample)

@@ -308,6 +308,7 @@ class DeploymentController(Controller):
     def __init__(self, host: Host, obj: WorkloadObject) -> None:
         super().__init__(host, obj.namespace, obj.name)
         template = obj.spec["template"]
+        self.obj_template = template
         h = template_hash(template)
         tmeta = template.get("metadata") or {}
         labelled = {
