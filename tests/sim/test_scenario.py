@@ -112,7 +112,7 @@ BAD = {
     ),
     "bad quantity in a template": (
         scenario([objects(deployment("web", 1, cpu="lots"))]),
-        r"\(Deployment default/web\): spec.template.spec.containers\[c\].resources.requests.cpu",
+        r"\(Deployment default/web\): spec.template.spec.containers\[0\].resources.requests.cpu: 'lots' is not",
     ),
     "owner references": (
         scenario([objects({**_pod(), "metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]}})]),
