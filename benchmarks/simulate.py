@@ -33,7 +33,9 @@ BOUTIQUE_REPLICAS = 10
 
 def _pod_spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+        "containers": [
+            {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ]
     }
     if restart:
         spec["restartPolicy"] = restart
@@ -93,7 +95,12 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
             ]
         },
         "workloads": [
-            {"type": "topology", "topology": "online-boutique", "userRate": 100, "replicas": BOUTIQUE_REPLICAS},
+            {
+                "type": "topology",
+                "topology": "online-boutique",
+                "userRate": 100,
+                "replicas": BOUTIQUE_REPLICAS,
+            },
             {"type": "manifests", "objects": objects},
             {
                 "type": "arrivals",
@@ -122,10 +129,20 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
         ],
         "events": [
             {"type": "nodeAdded", "at": end * 0.2, "pool": "node", "count": 10},
-            {"type": "deploymentScaled", "at": end * 0.3, "name": "svc-0", "replicas": 2 * DEPLOYMENT_REPLICAS},
+            {
+                "type": "deploymentScaled",
+                "at": end * 0.3,
+                "name": "svc-0",
+                "replicas": 2 * DEPLOYMENT_REPLICAS,
+            },
             {"type": "nodeDrained", "at": end * 0.4, "node": "node-1", "force": True},
             {"type": "nodeFailed", "at": end * 0.5, "node": "node-2"},
-            {"type": "podsDeleted", "at": end * 0.6, "selector": {"matchLabels": {"app": "svc-1"}}, "count": 10},
+            {
+                "type": "podsDeleted",
+                "at": end * 0.6,
+                "selector": {"matchLabels": {"app": "svc-1"}},
+                "count": 10,
+            },
         ],
     }
 
@@ -151,15 +168,30 @@ def main() -> int:
     if args.out:
         write_report(args.out, plan, outcome.worlds)
     total = time.perf_counter() - t0
-    result: dict[str, Any] = {"nodes": args.nodes, "plan_seconds": round(t_plan, 2), "total_seconds": round(total, 2)}
-    print(f"{sc.name}: {len(plan.nodes)} initial nodes, {len(plan.timeline)} timeline actions (planned in {t_plan:.2f} s)")
+    result: dict[str, Any] = {
+        "nodes": args.nodes,
+        "plan_seconds": round(t_plan, 2),
+        "total_seconds": round(total, 2),
+    }
+    print(
+        f"{sc.name}: {len(plan.nodes)} initial nodes, {len(plan.timeline)} timeline actions (planned in {t_plan:.2f} s)"
+    )
     for name, m in outcome.metrics["profiles"].items():
         print(
             f"  {name}: {m['pods_created']:,} pods created, {m['pods_scheduled']:,} scheduled, "
             f"{m['pods_pending']} pending at end; {m['wall_seconds']:.1f} s wall, "
             f"{m['decisions_per_second']:,.0f} decisions/s"
         )
-        result[name] = {k: m[k] for k in ("pods_created", "pods_scheduled", "pods_pending", "wall_seconds", "decisions_per_second")}
+        result[name] = {
+            k: m[k]
+            for k in (
+                "pods_created",
+                "pods_scheduled",
+                "pods_pending",
+                "wall_seconds",
+                "decisions_per_second",
+            )
+        }
     print(f"total wall time: {total:.1f} s")
     if args.json:
         print(json.dumps(result))

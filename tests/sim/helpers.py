@@ -27,7 +27,12 @@ def scenario(
         "name": "test",
         "cluster": {
             "nodePools": [
-                {"name": "n", "count": nodes, "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}, "zones": list(zones)}
+                {
+                    "name": "n",
+                    "count": nodes,
+                    "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+                    "zones": list(zones),
+                }
             ]
         },
         "workloads": workloads or [],
@@ -44,7 +49,9 @@ def container(cpu: str = "100m", memory: str = "128Mi") -> dict[str, Any]:
     return {"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
 
 
-def deployment(name: str, replicas: int, cpu: str = "100m", memory: str = "128Mi", **spec: Any) -> dict[str, Any]:
+def deployment(
+    name: str, replicas: int, cpu: str = "100m", memory: str = "128Mi", **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -52,7 +59,10 @@ def deployment(name: str, replicas: int, cpu: str = "100m", memory: str = "128Mi
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container(cpu, memory)]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [container(cpu, memory)]},
+            },
             **spec,
         },
     }

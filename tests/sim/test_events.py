@@ -50,7 +50,12 @@ def test_node_drained_cordons_evicts_and_controllers_recreate_elsewhere():
 
 
 def test_drain_refuses_unmanaged_pods_unless_forced():
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lonely"}, "spec": {"containers": [container()]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "lonely"},
+        "spec": {"containers": [container()]},
+    }
     base = scenario([objects(pod)], nodes=1)
     refused = dict(base, events=[{"type": "nodeDrained", "at": 10, "node": "n-0"}])
     forced = dict(base, events=[{"type": "nodeDrained", "at": 10, "node": "n-0", "force": True}])
@@ -64,14 +69,26 @@ def test_drain_refuses_unmanaged_pods_unless_forced():
 def test_node_failed_taints_the_node_and_evicts_when_tolerations_run_out():
     quick = deployment("quick", 1)
     quick["spec"]["template"]["spec"]["tolerations"] = [
-        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 30,
+        }
     ]
     sc = scenario(
         [objects(deployment("web", 1), quick)],
         events=[{"type": "nodeFailed", "at": 100, "node": "n-0"}],
         nodes=1,
     )
-    sc["cluster"]["nodePools"].append({"name": "spare", "count": 1, "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}, "zones": ["a"]})
+    sc["cluster"]["nodePools"].append(
+        {
+            "name": "spare",
+            "count": 1,
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"},
+            "zones": ["a"],
+        }
+    )
     # Both pods start on n-0 (spare arrives later so the first placement is forced).
     sc["cluster"]["nodePools"][1]["count"] = 0
     sc["events"].append({"type": "nodeAdded", "at": 50, "pool": "spare", "count": 1})

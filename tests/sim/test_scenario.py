@@ -42,7 +42,12 @@ def test_schema_rejects_what_the_model_rejects():
 
 
 def _pod(**spec) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container()], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [container()], **spec},
+    }
 
 
 BAD = {
@@ -79,7 +84,17 @@ BAD = {
         r"\(Pod default/p\): spec.volumes\[0\].persistentVolumeClaim: persistent volumes are not simulated",
     ),
     "volume claim templates": (
-        scenario([objects({**deployment("db", 1), "kind": "StatefulSet", "spec": {**deployment("db", 1)["spec"], "volumeClaimTemplates": []}})]),
+        scenario(
+            [
+                objects(
+                    {
+                        **deployment("db", 1),
+                        "kind": "StatefulSet",
+                        "spec": {**deployment("db", 1)["spec"], "volumeClaimTemplates": []},
+                    }
+                )
+            ]
+        ),
         r"\(StatefulSet default/db\): spec.volumeClaimTemplates: not supported for StatefulSet",
     ),
     "pod failure policy": (
@@ -95,7 +110,9 @@ BAD = {
         r"\(Deployment default/web\): duration: pods of a Deployment restart",
     ),
     "job restart policy": (
-        scenario([objects({**job("j"), "spec": {"template": {"spec": {"containers": [container()]}}}}, duration=1)]),
+        scenario(
+            [objects({**job("j"), "spec": {"template": {"spec": {"containers": [container()]}}}}, duration=1)]
+        ),
         r"spec.template.spec.restartPolicy: Unsupported value: \"Always\"",
     ),
     "other scheduler": (
@@ -107,7 +124,19 @@ BAD = {
         r"spec.priorityClassName: no PriorityClass with name gold was found",
     ),
     "selector mismatch": (
-        scenario([objects({**deployment("web", 1), "spec": {**deployment("web", 1)["spec"], "selector": {"matchLabels": {"app": "other"}}}})]),
+        scenario(
+            [
+                objects(
+                    {
+                        **deployment("web", 1),
+                        "spec": {
+                            **deployment("web", 1)["spec"],
+                            "selector": {"matchLabels": {"app": "other"}},
+                        },
+                    }
+                )
+            ]
+        ),
         r"spec.template.metadata.labels: `selector` does not match template `labels`",
     ),
     "bad quantity in a template": (
@@ -115,7 +144,9 @@ BAD = {
         r"\(Deployment default/web\): spec.template.spec.containers\[0\].resources.requests.cpu: 'lots' is not",
     ),
     "owner references": (
-        scenario([objects({**_pod(), "metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]}})]),
+        scenario(
+            [objects({**_pod(), "metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]}})]
+        ),
         r"metadata.ownerReferences: objects made by a controller",
     ),
     "duplicate object": (
@@ -162,11 +193,19 @@ def test_bad_scenarios_are_clear_errors(case):
 
 def test_errors_in_manifest_files_name_file_and_document(tmp_path):
     (tmp_path / "apps.yaml").write_text(
-        yaml.safe_dump_all([deployment("ok", 1), {**deployment("bad", 1), "spec": {**deployment("bad", 1)["spec"], "replicas": -2}}])
+        yaml.safe_dump_all(
+            [
+                deployment("ok", 1),
+                {**deployment("bad", 1), "spec": {**deployment("bad", 1)["spec"], "replicas": -2}},
+            ]
+        )
     )
     with pytest.raises(ScenarioError) as e:
         plan_of(scenario([{"type": "manifests", "files": ["apps.yaml"]}]), tmp_path)
-    assert str(e.value) == f"{tmp_path}/apps.yaml: document 2 (Deployment default/bad): spec.replicas: -2 must be a non-negative integer"
+    assert (
+        str(e.value)
+        == f"{tmp_path}/apps.yaml: document 2 (Deployment default/bad): spec.replicas: -2 must be a non-negative integer"
+    )
 
 
 def test_inert_kinds_are_counted_not_dropped(tmp_path):

@@ -116,9 +116,12 @@ def _arrivals(**kw) -> dict:
 def test_arrivals_from_a_csv_trace_with_duration_and_request_overrides(tmp_path):
     (tmp_path / "arrivals.csv").write_text("time,duration,cpu,memory\n5,10,250m,1Gi\n1,,,\n")
     sc = scenario([_arrivals(process="trace", trace="arrivals.csv", start=100, duration=30)])
-    world, rec = run_recorded(sc, tmp_path)
+    _world, rec = run_recorded(sc, tmp_path)
     assert [(t, p["metadata"]["name"]) for t, p in rec.created] == [(101.0, "burst-0"), (105.0, "burst-1")]
-    assert rec.created[1][1]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "250m", "memory": "1Gi"}
+    assert rec.created[1][1]["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "250m",
+        "memory": "1Gi",
+    }
     assert sorted(rec.deleted) == [(115.0, "default/burst-1"), (131.0, "default/burst-0")]
 
 

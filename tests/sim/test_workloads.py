@@ -66,7 +66,7 @@ def _sts(policy: str, replicas: int = 3, cpu: str = "1") -> dict:
 
 
 def test_statefulset_ordinals_labels_and_ordered_ready_creation():
-    world, rec = run_recorded(scenario([objects(_sts("OrderedReady"))]))
+    _world, rec = run_recorded(scenario([objects(_sts("OrderedReady"))]))
     assert rec.names() == ["db-0", "db-1", "db-2"]
     # OrderedReady: each ordinal is created only after the previous one is bound.
     created = {p["metadata"]["name"]: i for i, (_, p) in enumerate(rec.created)}
@@ -160,10 +160,20 @@ def _daemonset(**pod_spec) -> dict:
 def test_daemonset_one_pod_per_eligible_node_with_name_affinity_and_daemon_tolerations():
     sc = scenario([objects(_daemonset(nodeSelector={"kubernetes.io/os": "linux"}))], nodes=3)
     sc["cluster"]["nodePools"].append(
-        {"name": "tainted", "count": 1, "allocatable": {"cpu": "4", "memory": "8Gi"}, "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
+        {
+            "name": "tainted",
+            "count": 1,
+            "allocatable": {"cpu": "4", "memory": "8Gi"},
+            "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+        }
     )
     sc["cluster"]["nodePools"].append(
-        {"name": "windows", "count": 1, "allocatable": {"cpu": "4", "memory": "8Gi"}, "labels": {"kubernetes.io/os": "windows"}}
+        {
+            "name": "windows",
+            "count": 1,
+            "allocatable": {"cpu": "4", "memory": "8Gi"},
+            "labels": {"kubernetes.io/os": "windows"},
+        }
     )
     sc["events"] = [{"type": "nodeAdded", "at": 30, "pool": "n", "count": 1}]
     _, rec = run_recorded(sc)
@@ -172,7 +182,9 @@ def test_daemonset_one_pod_per_eligible_node_with_name_affinity_and_daemon_toler
         assert re.fullmatch(f"agent-{SUFFIX}", pod["metadata"]["name"])
         assert _owner(pod)["kind"] == "DaemonSet"
         assert pod["metadata"]["labels"]["pod-template-generation"] == "1"
-        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
         (term,) = terms
         (field,) = term["matchFields"]
         assert (field["key"], field["operator"]) == ("metadata.name", "In")
@@ -191,7 +203,12 @@ def test_daemonset_one_pod_per_eligible_node_with_name_affinity_and_daemon_toler
 
 
 def test_bare_pod_with_duration_succeeds_and_priority_class_is_resolved():
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -199,11 +216,16 @@ def test_bare_pod_with_duration_succeeds_and_priority_class_is_resolved():
         "spec": {"priorityClassName": "high", "restartPolicy": "Never", "containers": [container()]},
     }
     world, rec = run_recorded(scenario([objects(pc, pod, duration=90)]))
-    (_, created), = rec.created
+    ((_, created),) = rec.created
     assert created["spec"]["priority"] == 1000
     assert created["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
     # DefaultTolerationSeconds admission.
-    assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300} in created["spec"]["tolerations"]
+    assert {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    } in created["spec"]["tolerations"]
     assert rec.deleted == [(90.0, "default/once")]
     assert world.stats["pods_completed"] == 1
 
