@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from harmonic import __version__
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
+
+if TYPE_CHECKING:
+    from harmonic.cluster.transport import Transport
+
+log = logging.getLogger(__name__)
 
 
 def _load(config: str | None) -> SchedulerConfiguration:
@@ -19,6 +25,61 @@ def _load(config: str | None) -> SchedulerConfiguration:
     if config is None:
         return load_config(None, default_registry(), source="<default profile>")
     return load_config_file(config, default_registry())
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _cluster_options(f: F) -> F:
+    """--kubeconfig and --context, shared by the commands that talk to a cluster."""
+    f = click.option("--context", default=None, help="kubeconfig context (default: its current-context).")(f)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
+        "service account, else $KUBECONFIG or ~/.kube/config.",
+    )(f)
+
+
+def _log_format_option(f: F) -> F:
+    return click.option(
+        "--log-format",
+        type=click.Choice(["json", "text"]),
+        default="json",
+        show_default=True,
+        help="Log line format.",
+    )(f)
+
+
+def _configure_server_logs(log_format: str) -> None:
+    from harmonic import logs
+
+    # A server logs what it does by default (info); -vv adds debug.
+    logs.configure(min(logging.getLogger().level, logging.INFO), log_format == "json")
+
+
+def _transport(
+    cfg: SchedulerConfiguration, kubeconfig: str | None, context: str | None, component: str, optional: bool
+) -> Transport | None:
+    """The API-server transport from --kubeconfig, clientConnection (kubeconfig, qps, burst), the
+    in-cluster service account or $KUBECONFIG/~/.kube/config; exits 1 naming the cause if the
+    configuration found cannot be loaded. ``optional``: None when there is no configuration at all."""
+    from harmonic.cluster.transport import ClientConfigError, Transport, cluster_config_found, load_client
+
+    path = kubeconfig or cfg.client_connection.kubeconfig or None
+    if path is None and optional and not cluster_config_found():
+        return None
+    try:
+        return Transport(
+            load_client(path, context),
+            qps=cfg.client_connection.qps,
+            burst=cfg.client_connection.burst,
+            user_agent=f"harmonic/{__version__} ({component})",
+        )
+    except ClientConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -101,33 +162,124 @@ def simulate(
         click.echo(json.dumps(outcome.metrics, indent=2))
 
 
+@main.command()
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1). Its profiles' schedulerNames are "
+    "the pods' spec.schedulerName values this scheduler takes; its leaderElection and clientConnection "
+    "(kubeconfig, qps, burst) are honoured.",
+)
+@_cluster_options
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of the /metrics, /healthz, /livez and /readyz endpoints (plain HTTP).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=10259,
+    show_default=True,
+    help="Their port (0: none).",
+)
+@click.option("--identity", default=None, help="Leader-election identity (default: hostname_uuid).")
+@_log_format_option
+@click.option(
+    "--sync-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
+)
+def run(
+    config_path: str,
+    kubeconfig: str | None,
+    context: str | None,
+    bind_address: str,
+    metrics_port: int,
+    identity: str | None,
+    log_format: str,
+    sync_timeout: float | None,
+) -> None:
+    """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
+
+    Watches nodes, pods, PodDisruptionBudgets and namespaces; binds through pods/binding; writes
+    Scheduled / FailedScheduling events and the PodScheduled condition; takes the leaderElection lease
+    before scheduling (several replicas: one schedules, the others stand by). Stops cleanly on SIGTERM
+    (finishes in-flight bindings, releases the lease); exits 1 if the lease is lost.
+    """
+    import signal
+
+    from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.kube import LiveScheduler, tune_process
+    from harmonic.plugins.registry import default_registry
+
+    _configure_server_logs(log_format)
+    try:
+        cfg = _load(config_path)
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    le = cfg.leader_election
+    if le.leader_elect and (le.resource_namespace, le.resource_name) == ("kube-system", "kube-scheduler"):
+        click.echo(
+            f"error: {config_path}: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
+            "lease; a second scheduler taking it would stop kube-scheduler. Set a name of its own (e.g. harmonic).",
+            err=True,
+        )
+        sys.exit(1)
+    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
+    assert transport is not None
+    tune_process()
+    live = LiveScheduler(cfg, default_registry(), transport, identity=identity)
+    server = None
+    if metrics_port:
+        try:
+            server = HealthServer(
+                bind_address, metrics_port, live.metrics.exposition, live.health_checks(), live.ready_checks()
+            )
+        except OSError as e:
+            click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
+            sys.exit(1)
+        server.start()
+    signal.signal(signal.SIGTERM, lambda *_: live.stop())
+    signal.signal(signal.SIGINT, lambda *_: live.stop())
+    code = live.run(sync_timeout)
+    if server is not None:
+        server.stop()
+    sys.exit(code)
+
+
 @main.group()
 def config() -> None:
     """Inspect KubeSchedulerConfiguration files."""
 
 
 @config.command("check")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path")
 def config_check(path: str) -> None:
     """Validate PATH; print one clear error line and exit 1 if it is invalid."""
     try:
         cfg = _load(path)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
 
 
 @config.command("show")
-@click.argument("path", type=click.Path(dir_okay=False), required=False)
+@click.argument("path", required=False)
 def config_show(path: str | None) -> None:
     """Print the resolved profiles of PATH (or the default profile): plugins per extension point,
     score weights and args after defaulting."""
     try:
         cfg = _load(path)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
     out: dict[str, Any] = {
         "percentageOfNodesToScore": cfg.percentage_of_nodes_to_score,
@@ -179,6 +331,8 @@ def config_show(path: str | None) -> None:
     show_default=True,
     help="Larger request bodies are refused with 413.",
 )
+@_cluster_options
+@_log_format_option
 def extender(
     config_path: str | None,
     port: int,
@@ -190,15 +344,23 @@ def extender(
     token_file: str | None,
     profile: str | None,
     max_body_bytes: int,
+    kubeconfig: str | None,
+    context: str | None,
+    log_format: str,
 ) -> None:
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
-    Without cluster access the extender answers nodeCacheCapable: false requests only, from the nodes
-    in each request (and no pods); see the README section "Plug into kube-scheduler as an extender".
+    With cluster access (--kubeconfig, clientConnection.kubeconfig, the in-cluster service account,
+    $KUBECONFIG or ~/.kube/config) it watches nodes, pods, PodDisruptionBudgets and namespaces, answers
+    both nodeCacheCapable modes from that cache (/readyz is 503 until it has synced) and binds through
+    pods/binding. With none of them it answers nodeCacheCapable: false requests only, from the nodes in
+    each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
+    extender".
     """
     from pathlib import Path
 
     from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
     from harmonic.plugins.registry import default_registry
 
@@ -208,8 +370,21 @@ def extender(
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
     try:
         cfg = _load(config_path)
-        ext = Extender(cfg, default_registry(), profile=profile)
-    except (ConfigError, ValueError) as e:
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
+    live = LiveCluster(transport) if transport is not None else None
+    try:
+        ext = Extender(
+            cfg,
+            default_registry(),
+            profile=profile,
+            cache=live.cache if live else None,
+            client=live.client if live else None,
+            services=live.services if live else None,
+        )
+    except ValueError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     token = None
@@ -218,15 +393,36 @@ def extender(
         if not token:
             click.echo(f"error: {token_file}: the token file is empty", err=True)
             sys.exit(1)
+    _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
     try:
-        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls, log_level="info")
+        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls)
     except OSError as e:
         click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
         sys.exit(1)
-    click.echo(f"harmonic extender: serving {server.url}{'/' + prefix.strip('/')}", err=True)
-    server.run()
+    url = f"{server.url}{'/' + prefix.strip('/') if prefix.strip('/') else ''}"
+    if live is None:
+        log.warning(
+            "no cluster configuration (--kubeconfig, clientConnection.kubeconfig, in-cluster service "
+            "account, $KUBECONFIG or ~/.kube/config): no cluster cache. Answering nodeCacheCapable: false "
+            "requests only, from the nodes each request carries, with no pods on them; bind is refused",
+            extra={"url": url, "mode": "request-nodes"},
+        )
+    else:
+        log.info(
+            "cluster cache: watching nodes, pods, PodDisruptionBudgets and namespaces; "
+            "/readyz answers 503 until they have synced",
+            extra={"url": url, "mode": "cluster-cache", "server": live.transport.host},
+        )
+        live.start()
+    log.info("serving the extender verbs", extra={"url": url})
+    try:
+        server.run()
+    finally:
+        if live is not None:
+            live.stop()
+        log.info("stopped", extra={"url": url})
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ each rounded away from zero as ``Quantity.MilliValue()`` / ``Quantity.Value()`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from harmonic.api.errors import ObjectError
-from harmonic.api.quantity import QuantityError, milli_value, parse_cached, value
+from harmonic.api.quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -27,8 +28,17 @@ Resources = dict[str, int]
 
 def to_units(name: str, raw: object) -> int:
     """One quantity in the scheduler's integer unit for resource ``name``."""
-    q = parse_cached(raw)
+    if isinstance(raw, str):
+        return _units(name == CPU, raw)
+    q = parse_quantity(raw)
     return milli_value(q) if name == CPU else value(q)
+
+
+@lru_cache(maxsize=65536)
+def _units(milli: bool, raw: str) -> int:
+    # Manifests repeat a handful of quantity strings; each is parsed once.
+    q = parse_quantity(raw)
+    return milli_value(q) if milli else value(q)
 
 
 def resource_list(obj: str, field: str, raw: object) -> Resources:
@@ -62,6 +72,17 @@ def is_scalar_resource(name: str) -> bool:
     return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
 
+def is_scalar_resource_name(name: str) -> bool:
+    """Resources NodeInfo tracks as scalars (schedutil.IsScalarResourceName): extended resources,
+    hugepages, ``kubernetes.io/``-prefixed native resources and attachable volumes."""
+    return (
+        is_extended_resource(name)
+        or name.startswith("hugepages-")
+        or "kubernetes.io/" in name
+        or name.startswith("attachable-volumes-")
+    )
+
+
 def is_extended_resource(name: str) -> bool:
     """A fully qualified name outside ``kubernetes.io/`` (v1helper.IsExtendedResourceName)."""
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
@@ -82,35 +103,60 @@ def pod_requests(
     ``spec.resources.requests`` replace the aggregate for the resources it names; overhead is added.
     ``nonzero_defaults`` fills in requests a container does not set at all (used for scoring only).
     """
+    return pod_requests_and_nonzero(obj, spec, nonzero_defaults or {})[1 if nonzero_defaults else 0]
 
-    def requests_of(field: str, c: Mapping[str, Any]) -> Resources:
-        r = _container_requests(obj, field, c)
-        if nonzero_defaults:
-            for k, v in nonzero_defaults.items():
-                r.setdefault(k, v)
-        return r
 
+def pod_requests_and_nonzero(
+    obj: str, spec: Mapping[str, Any], nonzero_defaults: Mapping[str, int]
+) -> tuple[Resources, Resources]:
+    """``pod_requests`` without and with ``nonzero_defaults``, reading the manifest once."""
+    containers = [
+        _container_requests(obj, f"spec.containers[{i}]", c)
+        for i, c in enumerate(spec.get("containers") or ())
+    ]
+    inits = [
+        (_container_requests(obj, f"spec.initContainers[{i}]", c), c.get("restartPolicy") == "Always")
+        for i, c in enumerate(spec.get("initContainers") or ())
+    ]
+    pod_level = resource_list(obj, "spec.resources.requests", (spec.get("resources") or {}).get("requests"))
+    overhead = resource_list(obj, "spec.overhead", spec.get("overhead"))
+    plain = _aggregate(containers, inits, pod_level, overhead)
+    if not nonzero_defaults:
+        return plain, plain
+    filled = [_with_defaults(r, nonzero_defaults) for r in containers]
+    filled_inits = [(_with_defaults(r, nonzero_defaults), sidecar) for r, sidecar in inits]
+    return plain, _aggregate(filled, filled_inits, pod_level, overhead)
+
+
+def _with_defaults(requests: Resources, defaults: Mapping[str, int]) -> Resources:
+    if all(k in requests for k in defaults):
+        return requests
+    return {**defaults, **requests}
+
+
+def _aggregate(
+    containers: list[Resources],
+    inits: list[tuple[Resources, bool]],
+    pod_level: Resources,
+    overhead: Resources,
+) -> Resources:
     total: Resources = {}
-    for i, c in enumerate(spec.get("containers") or ()):
-        add_into(total, requests_of(f"spec.containers[{i}]", c))
-
+    for r in containers:
+        add_into(total, r)
     sidecars: Resources = {}
     init_peak: Resources = {}
-    for i, c in enumerate(spec.get("initContainers") or ()):
-        step = requests_of(f"spec.initContainers[{i}]", c)
-        if c.get("restartPolicy") == "Always":
-            add_into(total, step)
-            add_into(sidecars, step)
+    for r, sidecar in inits:
+        if sidecar:
+            add_into(total, r)
+            add_into(sidecars, r)
             step = dict(sidecars)
         else:
+            step = dict(r)
             add_into(step, sidecars)
         max_into(init_peak, step)
     max_into(total, init_peak)
-
-    pod_level = resource_list(obj, "spec.resources.requests", (spec.get("resources") or {}).get("requests"))
     for k, v in pod_level.items():
         if k in (CPU, MEMORY) or k.startswith("hugepages-"):
             total[k] = v
-
-    add_into(total, resource_list(obj, "spec.overhead", spec.get("overhead")))
+    add_into(total, overhead)
     return total

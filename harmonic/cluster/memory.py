@@ -3,6 +3,10 @@
 It holds nodes and pods as manifests, applies API-server defaulting on create, binds by setting
 ``spec.nodeName``, records Events and pod conditions as kube-scheduler writes them, and tells
 subscribers (schedulers) about every change. Objects are treated as immutable: changes replace them.
+
+PodDisruptionBudgets are held too: ``evict`` behaves as the Eviction API does with them, and
+``list_pdbs`` is the scheduler's ``"pdbs"`` service. There is no disruption controller: a budget's
+status changes only through evictions (which use it up) and ``update_pdb``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harmonic.api.pod import Pod
+from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
+from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.cluster.defaults import default_node, default_pod
 from harmonic.framework.status import Code, Status
+from harmonic.scheduler.client import truncate_event_message
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,10 @@ class InMemoryCluster:
         #: Bind calls refused by a test hook: node -> reason (to exercise binding failures).
         self.refuse_binding: dict[str, str] = {}
         self.binds = 0
+        #: PodDisruptionBudgets by namespace/name: (manifest, compiled view).
+        self.pdbs: dict[str, tuple[Obj, PodDisruptionBudget]] = {}
+        #: Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+        self.workloads = WorkloadIndex()
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -141,17 +152,30 @@ class InMemoryCluster:
     def pending_pods(self) -> list[Obj]:
         return [p for p in self.pods.values() if not (p.get("spec") or {}).get("nodeName")]
 
+    # ------------------------------------------------------------------ workload objects
+    def apply_workload(self, raw: Obj) -> None:
+        """Create or replace a Service, ReplicationController, ReplicaSet or StatefulSet. Only their
+        selectors are kept: plugins read them through the ``workloads`` handle service."""
+        self.workloads.apply(raw)
+
+    def delete_workload(self, kind: str, namespace: str, name: str) -> None:
+        self.workloads.delete(kind, namespace, name)
+
+    def scheduler_services(self) -> dict[str, Any]:
+        """The handle services this cluster offers a scheduler's plugins."""
+        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs}
+
     # ------------------------------------------------------------------ SchedulerClient
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         old = self.pods.get(pod.key)
         if old is None:
-            return Status(Code.ERROR, f"pods {pod.name!r} not found")
+            return Status(Code.ERROR, f'pods "{pod.name}" not found')
         if (old.get("spec") or {}).get("nodeName"):
             return Status(
-                Code.ERROR, f"pod {pod.key} is already assigned to node {old['spec']['nodeName']!r}"
+                Code.ERROR, f'pod {pod.key} is already assigned to node "{old["spec"]["nodeName"]}"'
             )
         if node_name not in self.nodes:
-            return Status(Code.ERROR, f"node {node_name!r} not found")
+            return Status(Code.ERROR, f'nodes "{node_name}" not found')
         refused = self.refuse_binding.get(node_name)
         if refused:
             return Status(Code.ERROR, refused)
@@ -167,8 +191,13 @@ class InMemoryCluster:
         return None
 
     def evict(self, pod: Pod, reason: str) -> Status | None:
-        if self.delete_pod(pod.namespace, pod.name) is None:
+        stored = self.pods.get(pod.key)
+        if stored is None:
             return Status(Code.ERROR, f"pod {pod.key} not found")
+        refused = self._use_disruption_budget(parse_pod(stored))
+        if refused is not None:
+            return refused
+        self.delete_pod(pod.namespace, pod.name)
         self.events.append(Event("Normal", "Preempted", reason, pod.namespace, pod.name))
         return None
 
@@ -194,7 +223,9 @@ class InMemoryCluster:
         )
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:
-        self.events.append(Event("Warning", "FailedScheduling", message, pod.namespace, pod.name))
+        self.events.append(
+            Event("Warning", "FailedScheduling", truncate_event_message(message), pod.namespace, pod.name)
+        )
         old = self.pods.get(pod.key)
         if old is None:
             return
@@ -208,6 +239,56 @@ class InMemoryCluster:
         # A status-only change: stored without a pod event, as kube-scheduler's own status patch
         # does not requeue the pod it describes.
         self.pods[pod.key] = {**old, "status": status}
+
+    # ------------------------------------------------------------------ PodDisruptionBudgets
+    def add_pdb(self, raw: Obj) -> PodDisruptionBudget:
+        """Store a budget (replacing one of the same name). Raises ``ObjectError`` when malformed."""
+        view = parse_pdb(raw)
+        self.pdbs[view.key] = (raw, view)
+        return view
+
+    update_pdb = add_pdb
+
+    def delete_pdb(self, namespace: str, name: str) -> None:
+        self.pdbs.pop(f"{namespace}/{name}", None)
+
+    def list_pdbs(self) -> list[PodDisruptionBudget]:
+        """The current budgets (the scheduler's ``"pdbs"`` service)."""
+        return [view for _, view in self.pdbs.values()]
+
+    def _use_disruption_budget(self, pod: Pod) -> Status | None:
+        """The Eviction API's budget check: refuse (429) when the pod's budget allows no disruption,
+        otherwise use one up and record the pod in ``disruptedPods``. Pods that are not running (not
+        bound here, as there is no kubelet), finished or already terminating are not guarded."""
+        if not pod.node_name or pod.is_terminal or pod.deleting:
+            return None
+        matching = [view for _, view in self.pdbs.values() if view.covers(pod)]
+        if not matching:
+            return None
+        if len(matching) > 1:
+            return Status(
+                Code.ERROR,
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            )
+        pdb = matching[0]
+        if pdb.disruptions_allowed < 0:
+            return Status(
+                Code.ERROR,
+                f'poddisruptionbudgets.policy "{pdb.name}" is forbidden: pdb disruptions allowed is negative',
+            )
+        if pdb.disruptions_allowed == 0:
+            return Status(
+                Code.ERROR,
+                "429 TooManyRequests: Cannot evict pod as it would violate the pod's disruption budget. "
+                f"The disruption budget {pdb.name} needs {pdb.desired_healthy} healthy pods "
+                f"and has {pdb.current_healthy} currently",
+            )
+        raw = pdb.raw
+        status = dict(raw.get("status") or {})
+        status["disruptionsAllowed"] = pdb.disruptions_allowed - 1
+        status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod.name: self._created()}
+        self.add_pdb({**raw, "status": status})
+        return None
 
     # ------------------------------------------------------------------ inspection
     def placement(self) -> dict[str, str]:

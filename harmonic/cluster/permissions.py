@@ -69,11 +69,14 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
 
 
 def extender_permissions() -> tuple[Permission, ...]:
-    """``harmonic extender``: its node cache and the bind verb; kube-scheduler does the rest."""
+    """``harmonic extender``: its cluster cache, the plugins' services and the bind verb; kube-scheduler
+    does the rest (events, conditions, evictions)."""
     return (
         Permission("", ("nodes",), READ, "node cache (nodeCacheCapable: true)"),
         Permission("", ("pods",), READ, "pods on nodes: requested resources, ports, affinity, spreading"),
         Permission("", ("pods/binding",), ("create",), "the bind verb"),
+        Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
+        Permission("policy", ("poddisruptionbudgets",), READ, "the pdbs service plugins read"),
     )
 
 

@@ -53,7 +53,7 @@ from harmonic.extender.cache import ClusterCache
 from harmonic.extender.wire import MAX_EXTENDER_PRIORITY, WireError
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient
+from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, PluginsRunner
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
@@ -127,6 +127,10 @@ class _Handle:
     @property
     def profile_name(self) -> str:
         return self._profile
+
+    @property
+    def runner(self) -> PluginsRunner:
+        return self._ext.frameworks[self._profile]
 
     def waiting_pod(self, uid: str) -> Any:
         return None

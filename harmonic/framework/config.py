@@ -2,15 +2,21 @@
 
 The result is what the scheduler needs per profile: for each extension point, the ordered plugin names
 after kube-scheduler's defaulting (default plugins merged with the user's sets, ``"*"`` disables) and
-MultiPoint expansion, the Score weights, and each plugin's validated args. Errors name the file and
-the field path, e.g. ``sched.yaml: profiles[0].plugins.score.enabled[1]: unknown plugin 'Foo'``.
+MultiPoint expansion, the Score weights, and each plugin's validated args. Each error is one line naming
+the file and the field path, e.g. ``sched.yaml: profiles[0].plugins.score.enabled[1]: unknown plugin
+"Foo" (known plugins: ...)``.
+
+Faithful to apis/config/v1 (defaults, mergePluginSet, validation) and to frameworkImpl (plugin lists,
+MultiPoint expansion, weights), with two deliberate differences: plugins of the default profile that
+Harmonic does not implement are left out of it rather than failing, and a pluginConfig entry for a
+plugin that is not registered is a warning (upstream ignores it silently).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +36,11 @@ KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 MAX_TOTAL_SCORE = 2**63 - 1
 
+#: Plugins removed from kube-scheduler; naming one is an error (invalidPluginsByVersion).
+INVALID_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
+
 #: kube-scheduler's default profile (apis/config/v1/default_plugins.go), as MultiPoint with weights.
-#: Plugins Harmonic does not implement yet are absent; see ``DEFAULT_PLUGINS_NOT_IMPLEMENTED``.
+#: Plugins not in the registry (not implemented by Harmonic) are left out when the profile is resolved.
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
@@ -60,12 +69,13 @@ class ConfigError(ValueError):
 
 # --------------------------------------------------------------------------- v1 document shape
 class _V1(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, strict=True)
 
 
 class PluginRef(_V1):
     name: str = Field(min_length=1)
-    weight: int | None = Field(default=None, ge=0)
+    #: int32 in the API; 0 or unset means 1.
+    weight: int | None = Field(default=None, ge=0, le=2**31 - 1)
 
 
 class PluginSet(_V1):
@@ -95,8 +105,9 @@ class PluginConfigEntry(_V1):
 
 
 class ProfileV1(_V1):
-    scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    percentage_of_nodes_to_score: int | None = Field(default=None, ge=0, le=100)
+    #: Defaults to "default-scheduler" only when it is the one profile (SetDefaults_KubeSchedulerConfiguration).
+    scheduler_name: str | None = None
+    percentage_of_nodes_to_score: int | None = None
     plugins: Plugins | None = None
     plugin_config: list[PluginConfigEntry] = Field(default_factory=list)
 
@@ -115,23 +126,23 @@ class ClientConnectionV1(_V1):
     kubeconfig: str = ""
     accept_content_types: str = ""
     content_type: str = "application/vnd.kubernetes.protobuf"
-    qps: float = 50
+    qps: float | int = 50
     burst: int = 100
 
 
 class KubeSchedulerConfigurationV1(_V1):
     api_version: str = API_VERSION
     kind: str = KIND
-    parallelism: int = Field(default=16, gt=0)
+    parallelism: int = 16
     leader_election: LeaderElectionV1 = Field(default_factory=LeaderElectionV1)
     client_connection: ClientConnectionV1 = Field(default_factory=ClientConnectionV1)
     healthz_bind_address: str | None = None
     metrics_bind_address: str | None = None
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
-    percentage_of_nodes_to_score: int | None = Field(default=None, ge=0, le=100)
-    pod_initial_backoff_seconds: int = Field(default=1, gt=0)
-    pod_max_backoff_seconds: int = Field(default=10, gt=0)
+    percentage_of_nodes_to_score: int | None = None
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
     profiles: list[ProfileV1] | None = None
     extenders: list[dict[str, Any]] = Field(default_factory=list)
     delay_cache_until_active: bool = False
@@ -146,6 +157,15 @@ class LeaderElection:
     retry_period: float
     resource_name: str
     resource_namespace: str
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    """clientConnection: how the live scheduler talks to the API server (bodies are always JSON)."""
+
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
 
 
 @dataclass(frozen=True)
@@ -178,6 +198,7 @@ class SchedulerConfiguration:
     pod_max_backoff_seconds: float
     parallelism: int
     leader_election: LeaderElection
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
     source: str = "<default>"
     warnings: tuple[str, ...] = field(default=())
 
@@ -229,142 +250,190 @@ def _pydantic_error(source: str, e: ValidationError, prefix: str = "") -> Config
     return ConfigError(f"{source}: {path}: {msg}{more}")
 
 
-def _merge_set(default: list[PluginRef], custom: PluginSet) -> tuple[list[PluginRef], set[str]]:
-    """mergePluginSet: defaults minus disabled ("*" = all), overridden in place, then custom additions."""
-    disabled = {p.name for p in custom.disabled}
-    custom_by_name = {p.name: i for i, p in enumerate(custom.enabled)}
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """mergePluginSet: the default plugins minus the disabled ones (all of them for ``"*"``), each
+    replaced in place by the user's entry of the same name, then the user's other plugins in order.
+    Disabled lists are kept (custom first): MultiPoint expansion reads them."""
+    disabled = [*custom.disabled, *default.disabled]
+    names = {p.name for p in disabled}
+    custom_at = {p.name: i for i, p in enumerate(custom.enabled)}
     replaced: set[int] = set()
     enabled: list[PluginRef] = []
-    if "*" not in disabled:
-        for p in default:
-            if p.name in disabled:
+    if "*" not in names:
+        for p in default.enabled:
+            if p.name in names:
                 continue
-            if p.name in custom_by_name:
-                idx = custom_by_name[p.name]
-                p = custom.enabled[idx]
-                replaced.add(idx)
+            if p.name in custom_at:
+                i = custom_at[p.name]
+                p = custom.enabled[i]
+                replaced.add(i)
             enabled.append(p)
     enabled += [p for i, p in enumerate(custom.enabled) if i not in replaced]
-    return enabled, disabled
+    return PluginSet(enabled=enabled, disabled=disabled)
+
+
+def score_weights(
+    candidates: Sequence[PluginRef], is_scorer: Callable[[str], bool], max_total: int = MAX_TOTAL_SCORE
+) -> dict[str, int]:
+    """getScoreWeights over Score's then MultiPoint's plugins: the first weight given for a scorer
+    counts, 0 or none means 1, and the weights times the maximum node score must fit ``max_total``.
+    Raises ``ValueError`` on overflow."""
+    weights: dict[str, int] = {}
+    total = 0
+    for p in candidates:
+        if p.name in weights or not is_scorer(p.name):
+            continue
+        w = p.weight or 1
+        if w * MAX_NODE_SCORE > max_total - total:
+            raise ValueError("total score of Score plugins could overflow")
+        weights[p.name] = w
+        total += w * MAX_NODE_SCORE
+    return weights
 
 
 def _implements(plugin: type[Plugin], point: str) -> bool:
     return issubclass(plugin, EXTENSION_POINTS[point])
 
 
+def _quote(name: str) -> str:
+    """A name as Go's %q prints it."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def resolve_profile(
     source: str, index: int, prof: ProfileV1, registry: Registry, warnings: list[str]
 ) -> Profile:
+    """Defaults, validation and MultiPoint expansion of one profile (setDefaults_KubeSchedulerProfile,
+    validateKubeSchedulerProfile, NewFramework)."""
     where = f"{source}: profiles[{index}]"
+    name = prof.scheduler_name or ""
     plugins = prof.plugins or Plugins()
-    default_mp = [PluginRef(name=n, weight=w or None) for n, w in DEFAULT_MULTIPOINT if n in registry]
-    multipoint, _ = _merge_set(default_mp, plugins.multi_point)
+    default_mp = PluginSet(
+        enabled=[PluginRef(name=n, weight=w or None) for n, w in DEFAULT_MULTIPOINT if n in registry]
+    )
+    multipoint = merge_plugin_set(default_mp, plugins.multi_point)
 
-    def check_known(name: str, path: str) -> type[Plugin]:
-        if name not in registry:
+    def check_known(plugin: str, path: str) -> type[Plugin]:
+        if plugin in INVALID_PLUGINS:
+            raise ConfigError(
+                f"{where}.plugins.{path}: {_quote(plugin)} was invalid in version {_quote(API_VERSION)} "
+                f"(KubeSchedulerConfiguration is version {_quote(API_VERSION)})"
+            )
+        if plugin not in registry:
             known = ", ".join(sorted(registry))
-            raise ConfigError(f"{where}.plugins.{path}: unknown plugin {name!r} (known plugins: {known})")
-        return registry[name]
+            raise ConfigError(
+                f"{where}.plugins.{path}: unknown plugin {_quote(plugin)} (known plugins: {known})"
+            )
+        return registry[plugin]
 
-    for i, p in enumerate(multipoint):
-        check_known(p.name, f"multiPoint.enabled[{i}]")
+    for i, p in enumerate(multipoint.enabled):
+        custom = next((j for j, c in enumerate(plugins.multi_point.enabled) if c is p), None)
+        check_known(p.name, f"multiPoint.enabled[{custom if custom is not None else i}]")
 
     points: dict[str, tuple[str, ...]] = {}
-    specific: dict[str, list[PluginRef]] = {}
     for point in EXTENSION_POINTS:
         pset: PluginSet = getattr(plugins, _snake(point))
-        enabled = list(pset.enabled)
-        disabled = {p.name for p in pset.disabled}
-        seen: set[str] = set()
-        for i, p in enumerate(enabled):
+        explicit: list[str] = []
+        for i, p in enumerate(pset.enabled):
             cls = check_known(p.name, f"{point}.enabled[{i}]")
             if not _implements(cls, point):
                 raise ConfigError(
-                    f"{where}.plugins.{point}.enabled[{i}]: plugin {p.name!r} does not extend {point}"
+                    f"{where}.plugins.{point}.enabled[{i}]: plugin {_quote(p.name)} does not extend {point}"
                 )
-            if p.name in seen:
-                raise ConfigError(f"{where}.plugins.{point}.enabled[{i}]: plugin {p.name!r} is enabled twice")
-            seen.add(p.name)
-            if p.weight is not None and point != "score":
+            if p.name in explicit:
                 raise ConfigError(
-                    f"{where}.plugins.{point}.enabled[{i}].weight: weights apply to score plugins only"
+                    f"{where}.plugins.{point}.enabled[{i}]: plugin {_quote(p.name)} already registered"
                 )
-        specific[point] = enabled
-        if "*" in disabled:
-            points[point] = tuple(p.name for p in enabled)
+            explicit.append(p.name)
+        disabled = {p.name for p in pset.disabled}
+        if "*" in disabled or not multipoint.enabled:
+            points[point] = tuple(explicit)
             continue
-        explicit = [p.name for p in enabled]
-        override: list[str] = []
+        overrides: set[str] = set()
         from_multi: list[str] = []
-        for p in multipoint:
-            cls = registry[p.name]
-            if not _implements(cls, point) or p.name in disabled:
+        for p in multipoint.enabled:
+            if not _implements(registry[p.name], point) or p.name in disabled:
                 continue
             if p.name in explicit:
-                if p.name not in override:
-                    override.append(p.name)
+                overrides.add(p.name)
                 continue
             if p.name in from_multi:
-                raise ConfigError(f"{where}.plugins.multiPoint: plugin {p.name!r} is enabled twice")
+                raise ConfigError(
+                    f"{where}.plugins.multiPoint: plugin {_quote(p.name)} already registered as {point}"
+                )
             from_multi.append(p.name)
-        rest = [n for n in explicit if n not in override]
-        points[point] = tuple(override + from_multi + rest)
+        # Explicitly configured MultiPoint plugins first (in their extension point's order), then
+        # the other MultiPoint plugins, then the rest of the extension point's own.
+        first = [n for n in explicit if n in overrides]
+        points[point] = (*first, *from_multi, *(n for n in explicit if n not in overrides))
 
-    weights: dict[str, int] = {}
-    total = 0
-    for p in [*specific["score"], *multipoint]:
-        if p.name in weights or p.name not in points["score"]:
-            continue
-        w = p.weight or 1
-        weights[p.name] = w
-        total += w * MAX_NODE_SCORE
-        if total > MAX_TOTAL_SCORE:
-            raise ConfigError(f"{where}.plugins.score: total score of Score plugins could overflow")
+    try:
+        all_weights = score_weights(
+            [*plugins.score.enabled, *multipoint.enabled], lambda n: _implements(registry[n], "score")
+        )
+    except ValueError as e:
+        raise ConfigError(f"{where}.plugins.score: {e}") from None
+    weights = {n: all_weights[n] for n in points["score"]}
 
     if len(points["queueSort"]) != 1:
-        raise ConfigError(
-            f"{where}.plugins.queueSort: exactly one queue sort plugin is required, got {list(points['queueSort'])}"
-        )
+        got = ", ".join(points["queueSort"]) or "none"
+        raise ConfigError(f"{where}.plugins.queueSort: exactly one queue sort plugin is required, got {got}")
     if not points["bind"]:
         raise ConfigError(f"{where}.plugins.bind: at least one bind plugin is required")
 
     used = {n for names in points.values() for n in names}
-    configs: dict[str, dict[str, Any]] = {}
+    entries: dict[str, int] = {}
     for i, entry in enumerate(prof.plugin_config):
-        if entry.name in configs:
-            raise ConfigError(f"{where}.pluginConfig[{i}].name: repeated config for plugin {entry.name!r}")
-        configs[entry.name] = dict(entry.args or {})
-        if entry.name not in used:
+        if entry.name in entries:
+            raise ConfigError(f"{where}.pluginConfig[{i}]: duplicate config for plugin {_quote(entry.name)}")
+        entries[entry.name] = i
+        if entry.name in INVALID_PLUGINS:
+            check_known(entry.name, f"pluginConfig[{i}]")
+        if entry.name not in registry:
             warnings.append(
-                f"{where}.pluginConfig[{i}]: plugin {entry.name!r} is not enabled; its args are unused"
+                f"{where}.pluginConfig[{i}]: unknown plugin {_quote(entry.name)}; its args are unused"
+            )
+        elif entry.name not in used:
+            warnings.append(
+                f"{where}.pluginConfig[{i}]: plugin {_quote(entry.name)} is not enabled; its args are unused"
             )
 
     args: dict[str, PluginArgs] = {}
-    for name in sorted(used):
-        model = args_model(registry[name])
-        raw = configs.get(name, {})
-        idx = next((i for i, e in enumerate(prof.plugin_config) if e.name == name), None)
-        path = (
-            f"profiles[{index}].pluginConfig[{idx}].args"
-            if idx is not None
-            else f"profiles[{index}] {name} args"
-        )
-        kind = raw.pop("kind", None)
-        raw.pop("apiVersion", None)
-        if kind is not None and kind != f"{name}Args":
-            raise ConfigError(f"{source}: {path}.kind: expected {name}Args, got {kind!r}")
-        try:
-            args[name] = model.model_validate(raw)
-        except ValidationError as e:
-            raise _pydantic_error(source, e, path) from None
+    for plugin in sorted(used | (set(entries) & set(registry))):
+        at = entries.get(plugin)
+        if at is None:
+            raw: dict[str, Any] = {}
+            path = f"profiles[{index}] default args of {plugin}"
+        else:
+            raw = dict(prof.plugin_config[at].args or {})
+            path = f"profiles[{index}].pluginConfig[{at}].args"
+        args[plugin] = _plugin_args(source, path, registry[plugin], raw)
 
     return Profile(
-        scheduler_name=prof.scheduler_name,
+        scheduler_name=name,
         points=points,
         weights=weights,
-        args=args,
+        args={n: a for n, a in args.items() if n in used},
         percentage_of_nodes_to_score=prof.percentage_of_nodes_to_score,
     )
+
+
+def _plugin_args(source: str, path: str, plugin: type[Plugin], raw: dict[str, Any]) -> PluginArgs:
+    """Validate one plugin's args (defaults for the missing fields); ``kind`` and ``apiVersion`` are
+    optional but must name this plugin's args type."""
+    kind = raw.pop("kind", None)
+    api_version = raw.pop("apiVersion", None)
+    expected = f"{plugin.NAME}Args"
+    if kind is not None and kind != expected:
+        raise ConfigError(f"{source}: {path}.kind: expected {expected}, got {_quote(str(kind))}")
+    if api_version is not None and api_version != API_VERSION:
+        raise ConfigError(
+            f"{source}: {path}.apiVersion: expected {API_VERSION}, got {_quote(str(api_version))}"
+        )
+    try:
+        return args_model(plugin).model_validate(raw)
+    except ValidationError as e:
+        raise _pydantic_error(source, e, path) from None
 
 
 def _snake(point: str) -> str:
@@ -377,21 +446,85 @@ def load_config(
     """Resolve a parsed KubeSchedulerConfiguration document (``None`` = all defaults)."""
     data = dict(data or {})
     if data.get("apiVersion", API_VERSION) != API_VERSION:
-        raise ConfigError(f"{source}: apiVersion: expected {API_VERSION}, got {data.get('apiVersion')!r}")
+        raise ConfigError(
+            f"{source}: apiVersion: expected {API_VERSION}, got {_quote(str(data.get('apiVersion')))}"
+        )
     if data.get("kind", KIND) != KIND:
-        raise ConfigError(f"{source}: kind: expected {KIND}, got {data.get('kind')!r}")
+        raise ConfigError(f"{source}: kind: expected {KIND}, got {_quote(str(data.get('kind')))}")
     try:
         doc = KubeSchedulerConfigurationV1.model_validate(data)
     except ValidationError as e:
         raise _pydantic_error(source, e) from None
-    if doc.pod_max_backoff_seconds < doc.pod_initial_backoff_seconds:
-        raise ConfigError(f"{source}: podMaxBackoffSeconds: must be >= podInitialBackoffSeconds")
+    _validate_scalars(source, doc)
     if doc.extenders:
         raise ConfigError(
             f"{source}: extenders: Harmonic does not call scheduler extenders; "
             "run Harmonic itself as the extender (harmonic extender) or remove this field"
         )
-    le = doc.leader_election
+    leader = _leader_election(source, doc.leader_election)
+
+    warnings: list[str] = []
+    raw_profiles = doc.profiles if doc.profiles else [ProfileV1()]
+    if len(raw_profiles) == 1 and raw_profiles[0].scheduler_name is None:
+        raw_profiles = [raw_profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})]
+    profiles = []
+    seen: dict[str, int] = {}
+    for i, p in enumerate(raw_profiles):
+        if not p.scheduler_name:
+            raise ConfigError(f"{source}: profiles[{i}].schedulerName: Required value")
+        if p.scheduler_name in seen:
+            raise ConfigError(
+                f"{source}: profiles[{i}].schedulerName: Duplicate value: {_quote(p.scheduler_name)} "
+                f"(also profiles[{seen[p.scheduler_name]}].schedulerName)"
+            )
+        seen[p.scheduler_name] = i
+        pct = p.percentage_of_nodes_to_score
+        if pct is not None and not 0 <= pct <= 100:
+            raise ConfigError(
+                f"{source}: profiles[{i}].percentageOfNodesToScore: {pct} not in valid range [0-100]"
+            )
+        profiles.append(resolve_profile(source, i, p, registry, warnings))
+    _validate_common_queue_sort(source, raw_profiles)
+    for w in warnings:
+        log.warning("%s", w)
+    return SchedulerConfiguration(
+        profiles=tuple(profiles),
+        percentage_of_nodes_to_score=doc.percentage_of_nodes_to_score or 0,
+        pod_initial_backoff_seconds=float(doc.pod_initial_backoff_seconds),
+        pod_max_backoff_seconds=float(doc.pod_max_backoff_seconds),
+        parallelism=doc.parallelism,
+        leader_election=leader,
+        client_connection=ClientConnection(
+            kubeconfig=doc.client_connection.kubeconfig,
+            qps=doc.client_connection.qps,
+            burst=doc.client_connection.burst,
+        ),
+        source=source,
+        warnings=tuple(warnings),
+    )
+
+
+def _validate_scalars(source: str, doc: KubeSchedulerConfigurationV1) -> None:
+    """ValidateKubeSchedulerConfiguration's checks of single fields, with its messages."""
+    if doc.parallelism <= 0:
+        raise ConfigError(
+            f"{source}: parallelism: {doc.parallelism} should be an integer value greater than zero"
+        )
+    pct = doc.percentage_of_nodes_to_score
+    if pct is not None and not 0 <= pct <= 100:
+        raise ConfigError(f"{source}: percentageOfNodesToScore: {pct} not in valid range [0-100]")
+    if doc.pod_initial_backoff_seconds <= 0:
+        raise ConfigError(
+            f"{source}: podInitialBackoffSeconds: {doc.pod_initial_backoff_seconds} must be greater than 0"
+        )
+    if doc.pod_max_backoff_seconds < doc.pod_initial_backoff_seconds:
+        raise ConfigError(
+            f"{source}: podMaxBackoffSeconds: {doc.pod_max_backoff_seconds} must be greater than or equal "
+            "to podInitialBackoffSeconds"
+        )
+
+
+def _leader_election(source: str, le: LeaderElectionV1) -> LeaderElection:
     try:
         leader = LeaderElection(
             leader_elect=le.leader_elect,
@@ -405,37 +538,33 @@ def load_config(
         raise ConfigError(f"{source}: leaderElection: {e}") from None
     if leader.leader_elect and not leader.lease_duration > leader.renew_deadline > leader.retry_period > 0:
         raise ConfigError(f"{source}: leaderElection: need leaseDuration > renewDeadline > retryPeriod > 0")
-    if le.resource_lock != "leases":
-        raise ConfigError(f"{source}: leaderElection.resourceLock: only 'leases' is supported")
+    if leader.leader_elect and le.resource_lock != "leases":
+        raise ConfigError(f'{source}: leaderElection.resourceLock: resourceLock value must be "leases"')
+    return leader
 
-    warnings: list[str] = []
-    raw_profiles = doc.profiles if doc.profiles else [ProfileV1()]
-    profiles = []
-    names: set[str] = set()
-    for i, p in enumerate(raw_profiles):
-        if not p.scheduler_name:
-            raise ConfigError(f"{source}: profiles[{i}].schedulerName: is required")
-        if p.scheduler_name in names:
-            raise ConfigError(
-                f"{source}: profiles[{i}].schedulerName: duplicate profile {p.scheduler_name!r}"
-            )
-        names.add(p.scheduler_name)
-        profiles.append(resolve_profile(source, i, p, registry, warnings))
-    sorts = {p.plugins_at("queueSort") for p in profiles}
-    if len(sorts) > 1:
-        raise ConfigError(f"{source}: profiles: every profile must use the same queueSort plugin")
-    for w in warnings:
-        log.warning("%s", w)
-    return SchedulerConfiguration(
-        profiles=tuple(profiles),
-        percentage_of_nodes_to_score=doc.percentage_of_nodes_to_score or 0,
-        pod_initial_backoff_seconds=float(doc.pod_initial_backoff_seconds),
-        pod_max_backoff_seconds=float(doc.pod_max_backoff_seconds),
-        parallelism=doc.parallelism,
-        leader_election=leader,
-        source=source,
-        warnings=tuple(warnings),
-    )
+
+def _validate_common_queue_sort(source: str, profiles: Sequence[ProfileV1]) -> None:
+    """validateCommonQueueSort: every profile configures queueSort, and its plugin's args, as the first."""
+
+    def queue_sort(p: ProfileV1) -> PluginSet:
+        return p.plugins.queue_sort if p.plugins is not None else PluginSet()
+
+    canon = queue_sort(profiles[0])
+    if len(canon.enabled) > 1:
+        raise ConfigError(
+            f"{source}: profiles[0].plugins.queueSort.enabled: {len(canon.enabled)} only one queue sort "
+            "plugin can be enabled"
+        )
+    sort_name = canon.enabled[0].name if canon.enabled else ""
+    canon_args = next((c.args for c in profiles[0].plugin_config if c.name == sort_name), None)
+    for i, p in enumerate(profiles[1:], start=1):
+        if queue_sort(p) != canon:
+            raise ConfigError(f"{source}: profiles[{i}].plugins.queueSort: must be the same for all profiles")
+        for j, c in enumerate(p.plugin_config):
+            if sort_name and c.name == sort_name and c.args != canon_args:
+                raise ConfigError(
+                    f"{source}: profiles[{i}].pluginConfig[{j}].args: queueSort must be the same for all profiles"
+                )
 
 
 def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfiguration:
@@ -444,10 +573,23 @@ def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfigura
         text = p.read_text()
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: cannot read: not UTF-8 text") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+        raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(e)}") from None
     if data is not None and not isinstance(data, Mapping):
         raise ConfigError(f"{p}: expected a KubeSchedulerConfiguration object")
     return load_config(data, registry, source=str(p))
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML error on one line: what is wrong and where."""
+    if isinstance(e, yaml.MarkedYAMLError):
+        where = e.problem_mark or e.context_mark
+        what = e.problem or e.context or "syntax error"
+        if where is not None:
+            return f"{what} (line {where.line + 1}, column {where.column + 1})"
+        return what
+    return " ".join(str(e).split())

@@ -54,14 +54,31 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
+    @classmethod
+    def rejected_on_node(cls, status: Status) -> Diagnosis:
+        """The FitError of a pod a Reserve or Permit plugin rejected on its chosen node (NumAllNodes 1)."""
+        d = cls(num_all_nodes=1, absent_status=status, absent_count=1)
+        d.add_plugin_status(status)
+        return d
+
+    def add_plugin_status(self, status: Status) -> None:
+        """AddPluginStatus: remember which plugin rejected the pod (nothing for a status without one)."""
+        if not status.plugin:
+            return
+        if status.is_rejected:
+            self.unschedulable_plugins.add(status.plugin)
+        if status.code == Code.PENDING:
+            self.pending_plugins.add(status.plugin)
+
     def add(self, outcome: FilterOutcome) -> None:
         failed = outcome.codes != 0
         if not failed.any():
             return
         self.outcomes.append(outcome)
-        for pid, code in set(
-            zip(outcome.plugin_ids[failed].tolist(), outcome.codes[failed].tolist(), strict=True)
-        ):
+        # (plugin, code) pairs present, counted in one pass: codes are < 8.
+        keys = outcome.plugin_ids[failed].astype(np.int64) * 8 + outcome.codes[failed]
+        for key in np.flatnonzero(np.bincount(keys)).tolist():
+            pid, code = divmod(key, 8)
             name = outcome.plugin_names[pid]
             if code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 self.unschedulable_plugins.add(name)
@@ -104,7 +121,8 @@ class Diagnosis:
         return counts
 
     def message(self) -> str:
-        """The FitError text: ``0/N nodes are available: <count reason, ...>. <post-filter message>.``"""
+        """The FitError text: ``0/N nodes are available: <PreFilter message | count reason, ...>.``
+        followed by the PostFilter message as it is (it brings its own punctuation)."""
         msg = f"0/{self.num_all_nodes} nodes are available:"
         if self.pre_filter_msg:
             msg += f" {self.pre_filter_msg}."
@@ -113,5 +131,5 @@ class Diagnosis:
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
-            msg += f" {self.post_filter_msg}."
+            msg += f" {self.post_filter_msg}"
         return msg

@@ -64,13 +64,21 @@ class ClusterEvent:
     action: Action
     label: str = ""
 
+    @property
+    def is_wildcard(self) -> bool:
+        return self.resource == Resource.WILDCARD and self.action == Action.ALL
+
     def matches(self, incoming: ClusterEvent) -> bool:
-        """Whether a registered event (self) covers an incoming one."""
-        if self.resource == Resource.WILDCARD:
+        """Whether a registered event (self) covers an incoming one (ClusterEvent.Match)."""
+        if self.is_wildcard:
             return True
-        resource_ok = self.resource == incoming.resource or (
-            self.resource == Resource.POD
-            and incoming.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
+        resource_ok = (
+            self.resource == Resource.WILDCARD
+            or self.resource == incoming.resource
+            or (
+                self.resource == Resource.POD
+                and incoming.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
+            )
         )
         return resource_ok and bool(self.action & incoming.action)
 
@@ -95,31 +103,67 @@ UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "Unschedulab
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")
 
 
-def node_update_action(old: Any, new: Any) -> Action:
-    """Which node fields changed between two compiled nodes (framework.NodeSchedulingPropertiesChange)."""
-    action = Action(0)
+def own_update(changed: Callable[[Any, Any], bool]) -> QueueingHintFn:
+    """A queueing hint for UnscheduledPod updates: Queue when the update is of the pod itself and
+    ``changed(old, new)`` holds. Without it every status write to a pending pod (a condition, a
+    nomination) would requeue it, since such updates arrive as the general Update."""
+
+    def hint(pod: Any, old: Any, new: Any) -> Hint:
+        if old is None or new is None or new.uid != pod.uid:
+            return Hint.SKIP
+        return Hint.QUEUE if changed(old, new) else Hint.SKIP
+
+    return hint
+
+
+#: What a plugin that registers no events of its own is interested in: everything.
+ALL_EVENTS: tuple[EventWithHint, ...] = (EventWithHint(ClusterEvent(Resource.WILDCARD, Action.ALL)),)
+
+ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, Action.ADD)
+ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE)
+NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD)
+NODE_DELETE = ClusterEvent(Resource.NODE, Action.DELETE)
+
+
+def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
+    """The events a node update amounts to, one per changed property, in upstream's order
+    (framework.NodeSchedulingPropertiesChange). ``spec.unschedulable`` counts as a taint change only when
+    it is cleared: a node becoming unschedulable cannot help any pod."""
+    actions: list[Action] = []
+    if old.unschedulable and not new.unschedulable:
+        actions.append(Action.UPDATE_NODE_TAINT)
     if old.allocatable != new.allocatable:
-        action |= Action.UPDATE_NODE_ALLOCATABLE
+        actions.append(Action.UPDATE_NODE_ALLOCATABLE)
     if old.labels != new.labels:
-        action |= Action.UPDATE_NODE_LABEL
-    if old.taints != new.taints or old.unschedulable != new.unschedulable:
-        action |= Action.UPDATE_NODE_TAINT
-    if (old.raw.get("status") or {}).get("conditions") != (new.raw.get("status") or {}).get("conditions"):
-        action |= Action.UPDATE_NODE_CONDITION
+        actions.append(Action.UPDATE_NODE_LABEL)
+    if old.taints != new.taints:
+        actions.append(Action.UPDATE_NODE_TAINT)
+    if _condition_statuses(old) != _condition_statuses(new):
+        actions.append(Action.UPDATE_NODE_CONDITION)
     if old.annotations != new.annotations:
-        action |= Action.UPDATE_NODE_ANNOTATION
-    return action
+        actions.append(Action.UPDATE_NODE_ANNOTATION)
+    return [ClusterEvent(Resource.NODE, a) for a in actions]
 
 
-def pod_update_action(old: Any, new: Any) -> Action:
-    """Which pod fields changed between two compiled pods (framework.PodSchedulingPropertiesChange)."""
-    action = Action(0)
+def _condition_statuses(node: Any) -> dict[str, Any]:
+    """Condition type -> status: heartbeats and messages are not scheduling properties."""
+    conditions = (node.raw.get("status") or {}).get("conditions") or ()
+    return {str(c.get("type")): c.get("status") for c in conditions if isinstance(c, dict)}
+
+
+def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
+    """The events a pod update amounts to (framework.PodSchedulingPropertiesChange): on AssignedPod when
+    the new pod is bound, on UnscheduledPod otherwise. With no specific change it is the general Update
+    (every update bit), as upstream falls back to ``fwk.Update``."""
+    resource = Resource.ASSIGNED_POD if new.node_name else Resource.UNSCHEDULED_POD
+    actions: list[Action] = []
     if old.labels != new.labels:
-        action |= Action.UPDATE_POD_LABEL
+        actions.append(Action.UPDATE_POD_LABEL)
     if any(new.requests.get(k, 0) < v for k, v in old.requests.items()):
-        action |= Action.UPDATE_POD_SCALE_DOWN
-    if old.tolerations != new.tolerations:
-        action |= Action.UPDATE_POD_TOLERATIONS
+        actions.append(Action.UPDATE_POD_SCALE_DOWN)
     if old.scheduling_gates and not new.scheduling_gates:
-        action |= Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-    return action or Action.UPDATE_POD_OTHER
+        actions.append(Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    # API validation only lets tolerations be added, so a length change is every possible change.
+    if len(old.tolerations) != len(new.tolerations):
+        actions.append(Action.UPDATE_POD_TOLERATIONS)
+    return [ClusterEvent(resource, a) for a in actions or [Action.UPDATE]]

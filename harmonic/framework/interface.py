@@ -16,13 +16,13 @@ import numpy as np
 
 from harmonic.api.pod import Pod
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import EventWithHint
+from harmonic.framework.events import ALL_EVENTS, EventWithHint
 from harmonic.framework.snapshot import NodeInfo, Snapshot
 from harmonic.framework.status import Status
 from harmonic.framework.verdicts import Verdicts
 
 if TYPE_CHECKING:
-    from harmonic.framework.diagnosis import Diagnosis
+    from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -42,6 +42,37 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
+class PodNominator(Protocol):
+    """Pods nominated to run on nodes (the ``"nominator"`` service; framework.PodNominator)."""
+
+    #: Changes whenever a nomination changes.
+    version: int
+
+    def __len__(self) -> int: ...
+
+    def nodes(self) -> list[str]: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]: ...
+
+
+class PluginsRunner(Protocol):
+    """The profile's extension points as plugins may run them (framework.PluginsRunner)."""
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+    ) -> tuple[FilterOutcome, Status | None]: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, added: Pod, slot: int
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, removed: Pod, slot: int
+    ) -> Status | None: ...
+
+    def filters_node_local(self, state: CycleState) -> bool: ...
+
+
 class Handle(Protocol):
     """What the framework offers plugins at construction (framework.Handle)."""
 
@@ -56,6 +87,11 @@ class Handle(Protocol):
 
     @property
     def profile_name(self) -> str: ...
+
+    @property
+    def runner(self) -> PluginsRunner:
+        """The profile's framework, for plugins that run other plugins (preemption)."""
+        ...
 
     def waiting_pod(self, uid: str) -> Any: ...
 
@@ -78,8 +114,11 @@ class Plugin:
         return self.NAME
 
     def events_to_register(self) -> Sequence[EventWithHint]:
-        """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions)."""
-        return ()
+        """Cluster events that may make a pod this plugin rejected schedulable (EnqueueExtensions).
+
+        A plugin that does not say is assumed to care about every event, as upstream does for plugins
+        without EnqueueExtensions; return ``()`` for "no event can help"."""
+        return ALL_EVENTS
 
 
 class QueuedPodInfo:
@@ -87,26 +126,41 @@ class QueuedPodInfo:
 
     __slots__ = (
         "attempts",
-        "gated",
+        "backoff_expiration",
+        "consecutive_errors_count",
+        "gating_plugin",
         "initial_attempt_timestamp",
         "pending_plugins",
         "pod",
         "seq",
         "timestamp",
+        "unschedulable_count",
         "unschedulable_plugins",
     )
 
     def __init__(self, pod: Pod, timestamp: float, seq: int) -> None:
         self.pod = pod
-        #: When the pod was last added to (or moved within) the queue.
+        #: When the pod was added to the queue or last came back from a failed attempt.
         self.timestamp = timestamp
         self.attempts = 0
+        #: Failed attempts that plugins rejected, and attempts in a row that failed with an error: the
+        #: backoff grows with the latter after an error, with the former otherwise.
+        self.unschedulable_count = 0
+        self.consecutive_errors_count = 0
+        #: End of the current backoff, computed on first use after each failure.
+        self.backoff_expiration: float | None = None
         self.initial_attempt_timestamp: float | None = None
+        #: Plugins that rejected the last attempt (or the PreEnqueue plugin that gated the pod).
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
-        self.gated: Status | None = None
+        #: The PreEnqueue plugin holding the pod back, "" when it is not gated.
+        self.gating_plugin = ""
         #: Arrival order, the final tie-breaker for equal sort keys.
         self.seq = seq
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.gating_plugin)
 
     def __repr__(self) -> str:
         return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts})"

@@ -14,7 +14,7 @@ registering a ``SnapshotListener``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -218,10 +218,12 @@ class Snapshot:
         hit = self._images.get(name)
         if hit is None:
             sizes = np.zeros(self._cap, dtype=I64)
+            count = 0
             for slot, n in enumerate(self.nodes):
-                if n is not None and self.live[slot]:
-                    sizes[slot] = n.images.get(name, 0)
-            hit = (sizes, int(np.count_nonzero(sizes)))
+                if n is not None and self.live[slot] and name in n.images:
+                    sizes[slot] = n.images[name]
+                    count += 1
+            hit = (sizes, count)
             self._images[name] = hit
         return hit
 
@@ -341,6 +343,21 @@ class Snapshot:
             lst.pod_added(self, slot, pod)
         return slot
 
+    def swap_pod(self, pod: Pod, node_name: str) -> bool:
+        """Store ``pod`` in place of the version accounted on ``node_name`` when it is the same pod for
+        scheduling (its compiled fields are shared with that version, as ``reparse_pod`` makes them
+        when only the binding or the status changed). Nothing is recomputed and listeners are not
+        told. Returns False, changing nothing, when the pod is not there or differs."""
+        slot = self.slot_of.get(node_name)
+        if slot is None:
+            return False
+        on_node = self.pods[slot]
+        stored = on_node.get(pod.uid)
+        if stored is None or stored.extra is not pod.extra:
+            return False
+        on_node[pod.uid] = pod
+        return True
+
     def remove_pod(self, pod: Pod, node_name: str) -> None:
         slot = self.slot_of.get(node_name)
         if slot is None:
@@ -361,6 +378,52 @@ class Snapshot:
             lst.pod_removed(self, slot, stored)
         if not self.live[slot] and not self.pods[slot]:
             self._release(slot)
+
+    def add_pods_at(self, pods: Sequence[tuple[int, Pod]]) -> None:
+        """``add_pod`` for many pods on existing slots at once (what-if evaluations such as preemption's
+        dry run, which add and remove thousands of pods per attempt)."""
+        if not pods:
+            return
+        self._account(pods, add=True)
+        for slot, pod in pods:
+            self.pods[slot][pod.uid] = pod
+            if pod.host_ports:
+                self.host_ports[slot].extend(pod.host_ports)
+        self._changed()
+        for lst in self.listeners:
+            for slot, pod in pods:
+                lst.pod_added(self, slot, pod)
+
+    def remove_pods_at(self, pods: Sequence[tuple[int, Pod]]) -> None:
+        """``remove_pod`` for many pods known to be on the given live slots."""
+        if not pods:
+            return
+        stored = [(slot, self.pods[slot].pop(pod.uid)) for slot, pod in pods]
+        self._account(stored, add=False)
+        for slot, pod in stored:
+            if pod.host_ports:
+                ports = self.host_ports[slot]
+                for hp in pod.host_ports:
+                    ports.remove(hp)
+        self._changed()
+        for lst in self.listeners:
+            for slot, pod in stored:
+                lst.pod_removed(self, slot, pod)
+
+    def _account(self, pods: Sequence[tuple[int, Pod]], add: bool) -> None:
+        width = len(self.resource_names)
+        slots = np.array([s for s, _ in pods], dtype=I64)
+        rows = []
+        for _, p in pods:
+            cached = p.extra.get("_reqrow")
+            if cached is None or cached[0] != width:
+                row = np.concatenate((self.pod_vector(p), [p.nonzero_cpu, p.nonzero_memory])).astype(I64)
+                cached = p.extra["_reqrow"] = (width, row)
+            rows.append(cached[1])
+        table = np.concatenate(rows).reshape(len(pods), width + 2)
+        op = np.add if add else np.subtract
+        op.at(self.requested, slots, table[:, :width])
+        op.at(self.nonzero, slots, table[:, width:])
 
     def pod_vector(self, pod: Pod) -> np.ndarray:
         """The pod's request vector, cached on the pod for the current resource table."""

@@ -42,7 +42,14 @@ class Verdicts:
         codes = np.where(fail, np.int8(code), np.int8(0)).astype(np.int8, copy=False)
         if not fail.any():
             return cls(codes, np.zeros(len(bits), dtype=np.int32), [()])
-        combos, inverse = np.unique(bits, return_inverse=True)
+        if len(reason_per_bit) <= 12:
+            # Few bits: find the combinations present by counting (linear), not by sorting.
+            combos = np.flatnonzero(np.bincount(bits))
+            lut = np.zeros(int(combos[-1]) + 1, dtype=np.int32)
+            lut[combos] = np.arange(len(combos), dtype=np.int32)
+            inverse = lut[bits]
+        else:
+            combos, inverse = np.unique(bits, return_inverse=True)
         reasons = [tuple(r for b, r in enumerate(reason_per_bit) if int(combo) >> b & 1) for combo in combos]
         return cls(codes, inverse.astype(np.int32, copy=False), reasons)
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
 
+import yaml
+
+from harmonic.framework.config import ConfigError
 from harmonic.perf.runner import PerfResult, run_workload
 from harmonic.perf.workloads import WORKLOADS
 from harmonic.plugins.registry import default_registry
@@ -17,6 +22,8 @@ def format_result(r: PerfResult) -> str:
         f"  scheduled {r.scheduled}/{r.measured_pods} in {r.seconds:.2f} s: {r.pods_per_second:,.0f} pods/s\n"
         f"  per-pod latency from measured start to bind: p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms\n"
         f"  per-attempt duration: p50 {r.attempt_p50_ms:.3f} ms, p99 {r.attempt_p99_ms:.3f} ms\n"
+        f"  failed attempts (PostFilter ran): {r.unschedulable_attempts},"
+        f" p50 {r.failed_attempt_p50_ms:.3f} ms, p99 {r.failed_attempt_p99_ms:.3f} ms\n"
         f"  peak RSS {r.peak_rss_mb:.0f} MB"
     )
 
@@ -29,6 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, help="measured pods")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+    ap.add_argument(
+        "--config",
+        metavar="PATH",
+        help="KubeSchedulerConfiguration to run instead of the workload's (e.g. benchmarks/configs/core-only.yaml)",
+    )
+    ap.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="measure this process's CPU time instead of wall time (steadier on a shared machine)",
+    )
     args = ap.parse_args(argv)
     factory, (dn, di, dp) = WORKLOADS[args.workload]
     nodes = args.nodes if args.nodes is not None else dn
@@ -37,7 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, v in (("--nodes", nodes), ("--init-pods", init), ("--pods", pods)):
         if v < 0:
             ap.error(f"{name} must be >= 0")
-    result = run_workload(factory(nodes, init, pods), default_registry(), seed=args.seed)
+    timer = time.process_time if args.cpu_time else time.perf_counter
+    workload = factory(nodes, init, pods)
+    if args.config is not None:
+        try:
+            workload.config = yaml.safe_load(Path(args.config).read_text())
+        except (OSError, yaml.YAMLError) as e:
+            ap.error(f"--config {args.config}: {' '.join(str(e).split())}")
+    try:
+        result = run_workload(workload, default_registry(), seed=args.seed, timer=timer)
+    except ConfigError as e:
+        ap.error(str(e))
     print(format_result(result))
     if args.json:
         print(json.dumps(result.as_dict()))

@@ -18,6 +18,11 @@ def _template(name: str) -> dict[str, Any]:
     return data
 
 
+def template(name: str) -> dict[str, Any]:
+    """Any object template (Services, ...) by file name."""
+    return copy.deepcopy(_template(name))
+
+
 def node_template(name: str = "node-default.yaml") -> dict[str, Any]:
     return copy.deepcopy(_template(name))
 

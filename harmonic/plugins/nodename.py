@@ -10,9 +10,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from harmonic.api.node import Node
 from harmonic.api.pod import Pod
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import FilterPlugin
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
@@ -32,4 +33,11 @@ class NodeName(FilterPlugin):
         )
 
     def events_to_register(self) -> Sequence[EventWithHint]:
-        return (EventWithHint(ClusterEvent(Resource.NODE, Action.ADD)),)
+        return (EventWithHint(ClusterEvent(Resource.NODE, Action.ADD), hint_node_add),)
+
+
+def hint_node_add(pod: Pod, old: Node | None, new: Node | None) -> Hint:
+    """isSchedulableAfterNodeAdd: only the node the pod names can help."""
+    if new is None or (pod.node_name and pod.node_name != new.name):
+        return Hint.SKIP
+    return Hint.QUEUE

@@ -11,10 +11,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from harmonic.api.node import Node
 from harmonic.api.pod import Pod
 from harmonic.api.taints import NO_SCHEDULE, Taint, tolerated
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import FilterPlugin
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
@@ -35,6 +36,24 @@ class NodeUnschedulable(FilterPlugin):
 
     def events_to_register(self) -> Sequence[EventWithHint]:
         return (
-            EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT)),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS)),
+            EventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), hint_node_change
+            ),
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS), hint_toleration_change
+            ),
         )
+
+
+def hint_node_change(pod: Pod, old: Node | None, new: Node | None) -> Hint:
+    """isSchedulableAfterNodeChange: a schedulable node was added, or a node became schedulable."""
+    if new is None or new.unschedulable:
+        return Hint.SKIP
+    return Hint.QUEUE if old is None or old.unschedulable else Hint.SKIP
+
+
+def hint_toleration_change(pod: Pod, old: Pod | None, new: Pod | None) -> Hint:
+    """isSchedulableAfterPodTolerationChange: the pod itself now tolerates unschedulable nodes."""
+    if new is not None and new.uid == pod.uid and tolerated(new.tolerations, UNSCHEDULABLE_TAINT):
+        return Hint.QUEUE
+    return Hint.SKIP

@@ -5,19 +5,31 @@ from __future__ import annotations
 from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
+from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from harmonic.plugins.defaultbinder import DefaultBinder
+from harmonic.plugins.defaultpreemption import DefaultPreemption
+from harmonic.plugins.imagelocality import ImageLocality
+from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
+from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
 
 IN_TREE = (
     DefaultBinder,
+    DefaultPreemption,
+    ImageLocality,
+    NodeAffinity,
     NodeName,
+    NodePorts,
+    NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeUnschedulable,
+    PodTopologySpread,
     PrioritySort,
     SchedulingGates,
     TaintToleration,

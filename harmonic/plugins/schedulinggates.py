@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from harmonic.api.pod import Pod
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource, own_update
 from harmonic.framework.interface import PreEnqueuePlugin
 from harmonic.framework.status import Code, Status
 
@@ -28,6 +28,7 @@ class SchedulingGates(PreEnqueuePlugin):
     def events_to_register(self) -> Sequence[EventWithHint]:
         return (
             EventWithHint(
-                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                own_update(lambda old, new: bool(old.scheduling_gates) and not new.scheduling_gates),
             ),
         )

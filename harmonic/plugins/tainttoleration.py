@@ -15,10 +15,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from harmonic.api.node import Node
 from harmonic.api.pod import Pod
-from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Toleration, tolerated
+from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, tolerated
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource, own_update
 from harmonic.framework.interface import FilterPlugin, PreScorePlugin, ScorePlugin
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
@@ -76,6 +77,24 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def events_to_register(self) -> Sequence[EventWithHint]:
         return (
-            EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT)),
-            EventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS)),
+            EventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT), hint_node_change
+            ),
+            # isSchedulableAfterPodTolerationChange: the pod's own tolerations changed in number.
+            EventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATIONS),
+                own_update(lambda old, new: len(old.tolerations) != len(new.tolerations)),
+            ),
         )
+
+
+def _untolerated(taints: tuple[Taint, ...], pod: Pod) -> bool:
+    return any(t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(pod.tolerations, t) for t in taints)
+
+
+def hint_node_change(pod: Pod, old: Node | None, new: Node | None) -> Hint:
+    """isSchedulableAfterNodeChange: queue when the node's NoSchedule/NoExecute taints went from
+    untolerated (or absent node) to all tolerated."""
+    if new is None or _untolerated(new.taints, pod):
+        return Hint.SKIP
+    return Hint.QUEUE if old is None or _untolerated(old.taints, pod) else Hint.SKIP

@@ -1,9 +1,10 @@
-"""The scheduler cache: nodes, bound pods and assumed pods, kept in the ``Snapshot`` (internal/cache).
+"""The scheduler cache: nodes, bound pods and assumed pods, kept in the ``Snapshot`` (backend/cache).
 
 A pod is *assumed* onto a node as soon as the scheduling cycle picks it, so the next cycle already
 sees its resources used; the informer's add event later *confirms* it. If binding fails the pod is
 *forgotten*. An assumed pod whose binding finished but whose confirmation never arrives expires
-after ``assumed_ttl`` seconds (0 disables expiry, as kube-scheduler does by default today).
+``assumed_ttl`` seconds after binding finished (0 disables expiry: kube-scheduler passes 0 since
+v1.28, so assumed pods wait for their confirmation or deletion).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class Cache:
         self._clock = clock
         self.assumed_ttl = assumed_ttl
         self._pods: dict[str, _PodState] = {}
+        #: Assumed pods whose binding finished, by uid: the only ones that can expire.
+        self._expiring: dict[str, _PodState] = {}
 
     # ------------------------------------------------------------------ queries
     def is_assumed(self, uid: str) -> bool:
@@ -67,34 +70,40 @@ class Cache:
         self._pods[pod.uid] = _PodState(pod, node_name, assumed=True)
 
     def finish_binding(self, pod: Pod) -> None:
+        """The binding call returned (whatever its outcome): the expiry clock starts (FinishBinding)."""
         st = self._pods.get(pod.uid)
         if st is not None and st.assumed:
             st.binding_finished = True
             if self.assumed_ttl > 0:
                 st.deadline = self._clock.now() + self.assumed_ttl
+                self._expiring[pod.uid] = st
 
     def forget(self, pod: Pod) -> None:
+        """Undo ``assume`` (ForgetPod)."""
         st = self._pods.get(pod.uid)
         if st is None:
             return
         if not st.assumed:
             raise CacheError(f"pod {pod.key} is bound, not assumed, and cannot be forgotten")
-        self.snapshot.remove_pod(st.pod, st.node)
-        del self._pods[pod.uid]
+        if st.node != pod.node_name:
+            raise CacheError(f"pod {pod.key} was assumed on {st.node} but assigned to {pod.node_name}")
+        self._drop(st)
 
     def cleanup_expired(self) -> list[Pod]:
         """Drop assumed pods whose binding finished more than ``assumed_ttl`` ago without confirmation."""
-        if self.assumed_ttl <= 0:
+        if not self._expiring:
             return []
         now = self._clock.now()
-        expired = [
-            s for s in self._pods.values() if s.assumed and s.deadline is not None and s.deadline < now
-        ]
+        expired = [s for s in self._expiring.values() if s.deadline is not None and s.deadline < now]
         for s in expired:
             log.warning("assumed pod %s on %s expired without confirmation", s.pod.key, s.node)
-            self.snapshot.remove_pod(s.pod, s.node)
-            del self._pods[s.pod.uid]
+            self._drop(s)
         return [s.pod for s in expired]
+
+    def _drop(self, st: _PodState) -> None:
+        self.snapshot.remove_pod(st.pod, st.node)
+        del self._pods[st.pod.uid]
+        self._expiring.pop(st.pod.uid, None)
 
     # ------------------------------------------------------------------ informer events
     def add_pod(self, pod: Pod) -> None:
@@ -103,7 +112,12 @@ class Cache:
         if st is not None and st.assumed:
             if st.node != pod.node_name:
                 log.warning("pod %s was assumed on %s but bound to %s", pod.key, st.node, pod.node_name)
-            self.snapshot.remove_pod(st.pod, st.node)
+            if st.node == pod.node_name and self.snapshot.swap_pod(pod, st.node):
+                # The confirmation of what we assumed: nothing to recount.
+                self._expiring.pop(pod.uid, None)
+                self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+                return
+            self._drop(st)
             self.snapshot.add_pod(pod, pod.node_name)
             self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
             return
@@ -127,10 +141,9 @@ class Cache:
         self._pods[new.uid] = _PodState(new, new.node_name, assumed=False)
 
     def remove_pod(self, pod: Pod) -> None:
-        st = self._pods.pop(pod.uid, None)
-        if st is None:
-            return
-        self.snapshot.remove_pod(st.pod, st.node)
+        st = self._pods.get(pod.uid)
+        if st is not None:
+            self._drop(st)
 
     def add_node(self, node: Node) -> None:
         self.snapshot.set_node(node)

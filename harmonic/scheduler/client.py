@@ -7,6 +7,18 @@ from typing import Protocol
 from harmonic.api.pod import Pod
 from harmonic.framework.interface import ClusterClient
 
+#: Longest Event message the API server accepts (validation.NoteLengthLimit).
+NOTE_LENGTH_LIMIT = 1024
+
+
+def truncate_event_message(message: str) -> str:
+    """truncateMessage: what kube-scheduler puts in a FailedScheduling Event (the condition keeps the
+    whole message)."""
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    suffix = " ..."
+    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
+
 
 class SchedulerClient(ClusterClient, Protocol):
     """A cluster adapter as the scheduler uses it: plugin calls plus status reporting."""
@@ -16,6 +28,7 @@ class SchedulerClient(ClusterClient, Protocol):
         ...
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:
-        """Event ``FailedScheduling`` and the pod's ``PodScheduled=False`` condition with ``reason``
-        (``Unschedulable`` or ``SchedulerError``) and ``message``."""
+        """Event ``FailedScheduling`` (message cut by ``truncate_event_message``) and the pod's
+        ``PodScheduled=False`` condition with ``reason`` (``Unschedulable`` or ``SchedulerError``) and the
+        whole ``message``."""
         ...

@@ -4,6 +4,12 @@ All state changes happen on the thread that runs the loop: cluster events and bi
 posted to an inbox and applied between cycles, so a cycle reads a consistent snapshot without copying
 it. Binding runs through a ``Binder``: inline (simulator, tests, benchmarks: deterministic) or on a
 thread pool (live clusters), and its results come back through the inbox.
+
+Where kube-scheduler is random or parallel, Harmonic is seeded or sequential: filtering walks the
+nodes in node-tree order from the rotating start index and stops at exactly the number of feasible
+nodes it needs (upstream's 16 goroutines may check a few more); ties for the best score are broken
+by a uniform draw from the scheduler's seeded generator (selectHost's reservoir sampling, up to
+v1.34); per-pod sampling of plugin metrics is not done.
 """
 
 from __future__ import annotations
@@ -22,25 +28,27 @@ import numpy as np
 
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node, parse_node
-from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.diagnosis import Diagnosis
+from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import (
-    Action,
-    ClusterEvent,
-    Resource,
-    node_update_action,
-    pod_update_action,
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    node_update_events,
+    pod_update_events,
 )
-from harmonic.framework.interface import Clock, QueuedPodInfo
+from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import Framework
+from harmonic.framework.runtime import ExtensionPointRecorder, Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
-from harmonic.scheduler.cache import Cache
+from harmonic.scheduler.cache import Cache, CacheError
 from harmonic.scheduler.client import SchedulerClient
 from harmonic.scheduler.clock import RealClock
+from harmonic.scheduler.nominator import Nominator
 from harmonic.scheduler.queue import SchedulingQueue
 from harmonic.scheduler.waiting import WaitingPod
 
@@ -53,6 +61,8 @@ UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+#: ErrNoNodesAvailable.
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -148,6 +158,10 @@ class _ProfileHandle:
     def profile_name(self) -> str:
         return self._profile
 
+    @property
+    def runner(self) -> PluginsRunner:
+        return self._sched.frameworks[self._profile]
+
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._sched.waiting_pods.get(uid)
 
@@ -171,6 +185,7 @@ class Scheduler:
         services: Mapping[str, Any] | None = None,
         observer: Observer | None = None,
         snapshot: Snapshot | None = None,
+        recorder: ExtensionPointRecorder | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -178,13 +193,15 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.binder: Binder = binder or InlineBinder()
         self.services: dict[str, Any] = dict(services or {})
+        self.nominator = Nominator()
+        self.services.setdefault("nominator", self.nominator)
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             self.frameworks[prof.scheduler_name] = Framework(
-                prof, registry, _ProfileHandle(self, prof.scheduler_name)
+                prof, registry, _ProfileHandle(self, prof.scheduler_name), recorder
             )
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
@@ -198,33 +215,42 @@ class Scheduler:
         self.next_start_node_index = 0
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_ready = threading.Condition()
+        self._waiting = False
         self._last_unschedulable_flush = self.clock.now()
-        #: Pods this scheduler handed to binding and has not yet seen confirmed or failed.
+        #: Pods handed to binding (past Permit) whose result has not come back yet.
         self._binding: set[str] = set()
+        #: Of those, the ones deleted meanwhile: they must not be requeued when binding fails.
+        self._gone: set[str] = set()
+        #: Scheduling-cycle start of each pod past Permit: the attempt's duration ends with its binding.
+        self._attempt_start: dict[str, float] = {}
         self.results: Callable[[ScheduleResult], None] | None = None
 
     # ================================================================== inputs
     def post(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the scheduling thread before the next cycle (thread-safe)."""
-        with self._inbox_ready:
-            self._inbox.append(fn)
-            self._inbox_ready.notify()
+        # deque.append is atomic; the condition is only needed to wake a waiting loop.
+        self._inbox.append(fn)
+        if self._waiting:
+            with self._inbox_ready:
+                self._inbox_ready.notify()
 
     def drain(self) -> int:
+        """Apply everything posted so far (and what that posts); returns how many items ran."""
         n = 0
-        while self._inbox:
-            with self._inbox_ready:
-                if not self._inbox:
-                    break
-                fn = self._inbox.popleft()
-            fn()
+        inbox = self._inbox
+        while inbox:
+            inbox.popleft()()
             n += 1
         return n
 
     def wait_for_input(self, timeout: float) -> None:
         with self._inbox_ready:
-            if not self._inbox:
-                self._inbox_ready.wait(timeout)
+            self._waiting = True
+            try:
+                if not self._inbox:
+                    self._inbox_ready.wait(timeout)
+            finally:
+                self._waiting = False
 
     def on_node(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A node was added (old None), updated, or deleted (new None). Thread-safe."""
@@ -234,33 +260,39 @@ class Scheduler:
         """A pod was added (old None), updated, or deleted (new None). Thread-safe."""
         self.post(lambda: self._handle_pod(old, new))
 
+    # ------------------------------------------------------------------ nodes
     def _handle_node(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any] | None) -> None:
         snap = self.cache.snapshot
         if new_raw is None:
-            name = ((old_raw or {}).get("metadata") or {}).get("name")
+            name = _meta(old_raw).get("name")
             if isinstance(name, str) and snap.has_node(name):
+                old_node = snap.node(snap.slot_of[name])
+                self.queue.move_on_event(NODE_DELETE, old_node, None)
                 self.cache.remove_node(name)
             return
         try:
             node = parse_node(new_raw)
         except ObjectError as e:
+            # Keep what we knew of the node: one bad update must not take it away.
             log.error("ignoring node: %s", e)
             return
         old: Node | None = snap.node(snap.slot_of[node.name]) if snap.has_node(node.name) else None
         self.cache.update_node(node)
         if old is None:
-            self.queue.move_on_event(ClusterEvent(Resource.NODE, Action.ADD), None, node)
-        else:
-            action = node_update_action(old, node)
-            if action:
-                self.queue.move_on_event(ClusterEvent(Resource.NODE, action), old, node)
+            self.queue.move_on_event(NODE_ADD, None, node)
+            return
+        for event in node_update_events(old, node):
+            self.queue.move_on_event(event, old, node)
 
+    # ------------------------------------------------------------------ pods
     def _handle_pod(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any] | None) -> None:
         if new_raw is None:
             self._handle_pod_delete(old_raw or {})
             return
+        uid = _raw_uid(new_raw)
+        cached = self.cache.pod(uid)
         try:
-            pod = parse_pod(new_raw)
+            pod = reparse_pod(cached, new_raw) if cached is not None else parse_pod(new_raw)
         except ObjectError as e:
             self._reject_malformed(new_raw, e)
             return
@@ -268,67 +300,88 @@ class Scheduler:
             # kube-scheduler's informer excludes terminal pods: for the cache they are gone.
             self._handle_pod_delete(new_raw, pod)
             return
-        uid = pod.uid
         if pod.node_name:
-            prev = self.cache.pod(uid)
-            was_assumed = self.cache.is_assumed(uid)
-            self.queue.delete(pod)
-            if prev is None:
-                self.cache.add_pod(pod)
-                self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD), None, pod)
-            else:
-                self.cache.update_pod(prev, pod)
-                if not was_assumed:
-                    action = pod_update_action(prev, pod)
-                    self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, action), prev, pod)
+            self._handle_assigned_pod(cached, pod)
             return
         if pod.scheduler_name not in self.frameworks:
             return
-        if self.cache.is_assumed(uid) or uid in self._binding:
+        if cached is not None and self.cache.is_assumed(uid):
+            # Updates of a pod being bound wait for the binding; a deletion starting cannot.
+            if pod.deleting and not cached.deleting:
+                self._handle_assumed_pod_deletion(cached)
             return
-        if pod.deleting:
+        if old_raw is None:
+            self.queue.add(pod)
+        else:
+            version = _meta(new_raw).get("resourceVersion")
+            if version is not None and version == _meta(old_raw).get("resourceVersion"):
+                return  # a resync carrying the same object (kubernetes#96071)
+            self.queue.update(None, pod)
+        self.nominator.update(pod)
+
+    def _handle_assigned_pod(self, cached: Pod | None, pod: Pod) -> None:
+        """A bound pod appeared or changed: add it to the cache (confirming an assumed pod) or update it,
+        and tell the queue (addAssignedPodToCache / updateAssignedPodInCache)."""
+        if cached is None or self.cache.is_assumed(pod.uid):
+            # Bound by us (the confirmation of an assumed pod) or by someone else.
             self.queue.delete(pod)
+            self.nominator.delete(pod)
+            self.cache.add_pod(pod)
+            self.queue.move_on_event(ASSIGNED_POD_ADD, None, pod)
             return
-        self.queue.update(None, pod) if self.queue.has(uid) else self.queue.add(pod)
+        self.cache.update_pod(cached, pod)
+        for event in pod_update_events(cached, pod):
+            self.queue.move_on_event(event, cached, pod)
 
     def _handle_pod_delete(self, raw: Mapping[str, Any], pod: Pod | None = None) -> None:
-        meta = raw.get("metadata") or {}
-        uid = str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+        uid = _raw_uid(raw)
         cached = self.cache.pod(uid)
-        wp = self.waiting_pods.get(uid)
-        if wp is not None:
-            wp.reject("", "pod was deleted")
-        if cached is not None and not self.cache.is_assumed(uid):
-            self.cache.remove_pod(cached)
-            self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), cached, None)
+        if cached is not None and self.cache.is_assumed(uid):
+            self._handle_assumed_pod_deletion(cached)
             return
-        if pod is None:
-            try:
-                pod = parse_pod(raw)
-            except ObjectError:
-                return
-        self.queue.delete(pod)
+        if cached is not None:
+            self.cache.remove_pod(cached)
+            self.queue.move_on_event(ASSIGNED_POD_DELETE, cached, None)
+            return
+        queued = pod or self.queue.get(uid)
+        self.queue.delete(queued or _stub_pod(raw))
+        self.nominator.delete(queued or _stub_pod(raw))
+        if queued is not None and queued.nominated_node_name:
+            # Lower or equal priority pods treated this nominated pod as if it ran there.
+            limit = queued.priority
+            self.queue.move_on_event(
+                ASSIGNED_POD_DELETE, queued, None, pre_check=lambda p: p.priority <= limit
+            )
+
+    def _handle_assumed_pod_deletion(self, assumed: Pod) -> None:
+        """handleAssumedPodDeletion: a pod waiting at Permit is rejected (its binding cycle cleans up);
+        a pod already binding is forgotten now, so its resources are free for the next cycle."""
+        self.queue.delete(assumed)
+        wp = self.waiting_pods.get(assumed.uid)
+        if wp is not None:
+            wp.reject("", "removed")
+        else:
+            self._gone.add(assumed.uid)
+            self.cache.forget(assumed)
+        self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None)
 
     def _reject_malformed(self, raw: Mapping[str, Any], err: ObjectError) -> None:
-        """A pod we cannot parse is never silently dropped: it gets a FailedScheduling event."""
+        """A pod we cannot parse is never silently dropped: one error line, a FailedScheduling event, and
+        any earlier version of it leaves the queue (its spec is no longer what we would schedule)."""
         log.error("cannot schedule malformed pod: %s", err)
-        spec = raw.get("spec") or {}
+        spec = raw.get("spec") if isinstance(raw, Mapping) else None
         if not isinstance(spec, Mapping) or spec.get("nodeName"):
             return
         if (spec.get("schedulerName") or "default-scheduler") not in self.frameworks:
             return
-        meta = raw.get("metadata") or {}
-        stub = Pod.__new__(Pod)
-        stub.raw, stub.spec = raw, {}
-        stub.name = str(meta.get("name") or "")
-        stub.namespace = str(meta.get("namespace") or "default")
-        stub.key = f"{stub.namespace}/{stub.name}"
-        stub.uid = str(meta.get("uid") or stub.key)
+        stub = _stub_pod(raw)
+        if not self.cache.is_assumed(stub.uid):
+            self.queue.delete(stub)
         self.client.report_failure(stub, REASON_SCHEDULER_ERROR, str(err))
 
-    def _pre_enqueue(self, pod: Pod) -> Status | None:
+    def _pre_enqueue(self, pod: Pod, first: str) -> Status | None:
         fw = self.frameworks.get(pod.scheduler_name)
-        return fw.run_pre_enqueue(pod) if fw is not None else None
+        return fw.run_pre_enqueue(pod, first) if fw is not None else None
 
     # ================================================================== the loop
     def schedule_one(self) -> ScheduleResult | None:
@@ -341,7 +394,8 @@ class Scheduler:
         return self._schedule(qp)
 
     def run_until_idle(self, max_attempts: int | None = None) -> int:
-        """Schedule until activeQ is empty (pods in backoff or unschedulable stay there)."""
+        """Schedule until the queue has nothing to try now (pods backing off after errors or
+        unschedulable stay where they are)."""
         n = 0
         while max_attempts is None or n < max_attempts:
             if self.schedule_one() is None:
@@ -355,11 +409,20 @@ class Scheduler:
         """The live loop: schedule while there is work, wait for events otherwise, until ``stop``."""
         while not stop.is_set():
             if self.schedule_one() is None:
-                wake = self.queue.next_wakeup()
+                wake = self.next_wakeup()
                 wait = idle_wait if wake is None else max(0.0, min(idle_wait, wake - self.clock.now()))
                 self.wait_for_input(wait)
         self.binder.shutdown()
         self.drain()
+
+    def next_wakeup(self) -> float | None:
+        """The next time something is due without new input: a backoff ending, the periodic flush of
+        the unschedulable pool, a Permit timeout."""
+        times = [t for t in (self.queue.next_wakeup(),) if t is not None]
+        if self.queue.counts()["unschedulable"]:
+            times.append(self._last_unschedulable_flush + UNSCHEDULABLE_FLUSH_PERIOD)
+        times.extend(d for wp in self.waiting_pods.values() if (d := wp.next_deadline) is not None)
+        return min(times) if times else None
 
     def _housekeeping(self) -> None:
         now = self.clock.now()
@@ -367,78 +430,99 @@ class Scheduler:
         if now - self._last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
             self._last_unschedulable_flush = now
             self.queue.flush_unschedulable()
-            for pod in self.cache.cleanup_expired():
-                self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), pod, None)
-        for wp in list(self.waiting_pods.values()):
-            wp.check_timeout(now)
+        self.cache.cleanup_expired()
+        if self.waiting_pods:
+            for wp in list(self.waiting_pods.values()):
+                wp.check_timeout(now)
+            self.drain()
 
     # ================================================================== scheduling cycle
     def _schedule(self, qp: QueuedPodInfo) -> ScheduleResult:
         pod = qp.pod
-        fw = self.frameworks[pod.scheduler_name]
-        start = time.perf_counter()
-        if pod.deleting or self.cache.is_assumed(pod.uid):
+        fw = self.frameworks.get(pod.scheduler_name)
+        if fw is None or pod.deleting or self.cache.is_assumed(pod.uid):
+            # skipPodSchedule (or a profile that no longer exists): the attempt ends here.
             self.queue.done(pod.uid)
             return ScheduleResult(pod, None, None, message="skipped: pod is being deleted or already assumed")
+        start = time.perf_counter()
         state = CycleState(self.queue.scheduling_cycle)
+        try:
+            result = self._scheduling_cycle(fw, state, qp, start)
+        except Exception as e:  # a plugin bug must cost one attempt, not the scheduler
+            log.exception("scheduling %s failed", pod.key)
+            assumed = self.cache.pod(pod.uid)
+            if assumed is not None and self.cache.is_assumed(pod.uid):
+                fw.run_unreserve(state, assumed, assumed.node_name)
+                self.cache.forget(assumed)
+            result = self._fail(fw, state, qp, Status(Code.ERROR, f"internal error: {e}"), None, start)
+        if self.results is not None:
+            self.results(result)
+        return result
+
+    def _scheduling_cycle(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, start: float
+    ) -> ScheduleResult:
+        pod = qp.pod
         fit, status, diagnosis = self._schedule_pod(fw, state, pod)
         if fit is None:
             assert status is not None
             return self._fail(fw, state, qp, status, diagnosis, start)
-        snap = self.cache.snapshot
-        node_name = snap.node(fit.node_slot).name
+        node_name = self.cache.snapshot.node(fit.node_slot).name
         assumed = _with_node(pod, node_name)
-        self.cache.assume(assumed, node_name)
+        try:
+            self.cache.assume(assumed, node_name)
+        except CacheError as e:
+            return self._fail(fw, state, qp, Status(Code.ERROR, str(e)), None, start)
+        self.nominator.delete(pod)
         st = fw.run_reserve(state, assumed, node_name)
-        if st is not None:
-            fw.run_unreserve(state, assumed, node_name)
-            self.cache.forget(assumed)
-            return self._fail(fw, state, qp, st, None, start)
-        st, waits = fw.run_permit(state, assumed, node_name)
+        if st is None:
+            st, waits = fw.run_permit(state, assumed, node_name)
+        else:
+            waits = {}
         if st is not None and st.code != Code.WAIT:
             fw.run_unreserve(state, assumed, node_name)
             self.cache.forget(assumed)
+            if st.is_rejected:
+                return self._fail(fw, state, qp, st, Diagnosis.rejected_on_node(st), start, post_filter=False)
             return self._fail(fw, state, qp, st, None, start)
-        self._binding.add(pod.uid)
         result = ScheduleResult(pod, node_name, None, fit.evaluated, fit.feasible)
-        self.observer.attempt(fw.name, "scheduled", time.perf_counter() - start)
-        if st is not None:
-            wp = WaitingPod(
+        # As upstream, the attempt counts as "scheduled" (and its duration ends) when binding succeeds.
+        self._attempt_start[pod.uid] = start
+        if waits:
+            self.waiting_pods[pod.uid] = WaitingPod(
                 assumed,
                 waits,
                 self.clock.now(),
                 lambda s: self.post(lambda: self._permit_resolved(fw, state, qp, assumed, node_name, s)),
             )
-            self.waiting_pods[pod.uid] = wp
         else:
-            self.binder.submit(lambda: self._binding_cycle(fw, state, qp, assumed, node_name))
-        if self.results is not None:
-            self.results(result)
+            self._start_binding(fw, state, qp, assumed, node_name)
         return result
 
     def _schedule_pod(
         self, fw: Framework, state: CycleState, pod: Pod
     ) -> tuple[_Fit | None, Status | None, Diagnosis | None]:
+        """schedulePod: a node for the pod, or the status (and, for a FitError, the diagnosis) why not."""
         snap = self.cache.snapshot
         all_slots = snap.order
         num_all = len(all_slots)
-        diagnosis = Diagnosis(num_all_nodes=num_all)
         if num_all == 0:
-            return (
-                None,
-                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no nodes available to schedule pods"),
-                None,
-            )
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE), None
+        diagnosis = Diagnosis(num_all_nodes=num_all)
 
         pre, st, narrowing = fw.run_pre_filter(state, pod, snap)
+        diagnosis.unschedulable_plugins.update(narrowing)
         if st is not None:
-            if st.code == Code.ERROR:
+            if not st.is_rejected:
                 return None, st, None
             diagnosis.pre_filter_msg = st.message
             diagnosis.absent_status, diagnosis.absent_count = st, num_all
-            if st.plugin:
-                diagnosis.unschedulable_plugins.add(st.plugin)
-            return None, st, diagnosis
+            diagnosis.add_plugin_status(st)
+            return None, Status(Code.UNSCHEDULABLE, st.message), diagnosis
+
+        fit, nominated_failed = self._evaluate_nominated_node(fw, state, pod)
+        if fit is not None:
+            return fit, None, None
 
         candidates = all_slots
         if pre is not None and pre.node_names is not None:
@@ -446,59 +530,89 @@ class Scheduler:
             keep = np.zeros(snap.capacity, dtype=bool)
             keep[wanted] = True
             candidates = all_slots[keep[all_slots]]
-            names = sorted(narrowing)
             diagnosis.absent_status = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]"
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",
             )
             diagnosis.absent_count = num_all - len(candidates)
+            if nominated_failed is not None and not np.isin(nominated_failed.slots, candidates).any():
+                # Filtered once already (as the nominated node) though PreFilter leaves it out.
+                diagnosis.add(nominated_failed)
+                diagnosis.absent_count -= 1
 
         feasible, processed, st = self._find_feasible(fw, state, pod, candidates, diagnosis)
+        # Advance the start index even after an error, so every node gets its turn.
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if st is not None:
             return None, st, None
         if len(feasible) == 0:
-            return None, Status(Code.UNSCHEDULABLE, plugin=""), diagnosis
-        evaluated = processed + diagnosis.absent_count
+            return None, Status(Code.UNSCHEDULABLE), diagnosis
         if len(feasible) == 1:
-            return _Fit(int(feasible[0]), evaluated, 1), None, None
+            return _Fit(int(feasible[0]), processed, 1), None, None
 
+        if not fw.score_plugins:
+            # Without scorers every node scores 1 and PreScore does not run (prioritizeNodes).
+            pick = self._tie_break(np.ones(len(feasible), dtype=np.int64))
+            return _Fit(int(feasible[pick]), processed, len(feasible)), None, None
         st = fw.run_pre_score(state, pod, snap, feasible)
         if st is not None:
             return None, st, None
-        if fw.score_plugins:
-            total, _, st = fw.run_score(state, pod, snap, feasible)
-            if st is not None:
-                return None, st, None
-        else:
-            total = np.ones(len(feasible), dtype=np.int64)
-        best = total.max()
-        ties = np.flatnonzero(total == best)
-        pick = int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
-        return _Fit(int(feasible[pick]), evaluated, len(feasible)), None, None
+        total, _, st = fw.run_score(state, pod, snap, feasible)
+        if st is not None:
+            return None, st, None
+        pick = self._tie_break(total)
+        return _Fit(int(feasible[pick]), processed, len(feasible)), None, None
+
+    def _evaluate_nominated_node(
+        self, fw: Framework, state: CycleState, pod: Pod
+    ) -> tuple[_Fit | None, FilterOutcome | None]:
+        """evaluateNominatedNode: a pod nominated by an earlier preemption most likely fits only there,
+        so that node is tried first (PreFilter's node subset does not apply to it). Returns the fit, or
+        the node's failed filter outcome, or neither (no usable nomination, or an error, logged)."""
+        snap = self.cache.snapshot
+        nnn = pod.nominated_node_name
+        if not nnn or not snap.has_node(nnn):
+            return None, None
+        one = np.asarray([snap.slot(nnn)], dtype=np.int64)
+        if not fw.filter_plugins:
+            return _Fit(int(one[0]), 1, 1), None
+        outcome, st = fw.run_filters_with_nominated_pods(state, pod, snap, one)
+        if st is not None:
+            log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
+            return None, None
+        if outcome.codes[0] == 0:
+            return _Fit(int(one[0]), 1, 1), None
+        return None, outcome
+
+    def _tie_break(self, total: np.ndarray) -> int:
+        """Index of the best total; among equals, a uniform draw from the seeded generator."""
+        ties = np.flatnonzero(total == total.max())
+        return int(ties[0]) if len(ties) == 1 else int(ties[self.rng.randrange(len(ties))])
 
     def _find_feasible(
         self, fw: Framework, state: CycleState, pod: Pod, candidates: np.ndarray, diagnosis: Diagnosis
     ) -> tuple[np.ndarray, int, Status | None]:
         """findNodesThatPassFilters: walk candidates from the rotating start index until enough nodes
-        pass. Nodes are filtered in chunks; nodes past the last one needed count as not processed."""
+        pass. Nodes are filtered in chunks; nodes past the last one needed count as not processed.
+        Returns the feasible slots, how many nodes were processed, and an error status."""
         n = len(candidates)
         if n == 0:
             return candidates, 0, None
         pct = fw.profile.percentage_of_nodes_to_score
         if pct is None:
             pct = self.config.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(pct, n)
+        # Nothing to rank them by: the first feasible node will do.
+        to_find = num_feasible_nodes_to_find(pct, n) if fw.score_plugins else 1
         start = self.next_start_node_index % n
-        ordered = np.concatenate((candidates[start:], candidates[:start])) if start else candidates
         if not fw.filter_plugins:
-            return ordered[:to_find], min(to_find, n), None
+            return _ring_slice(candidates, start, to_find), min(to_find, n), None
         found: list[np.ndarray] = []
         num_found = 0
         pos = 0
         chunk = to_find
         while pos < n and num_found < to_find:
-            part = ordered[pos : pos + chunk]
-            outcome, st = fw.run_filters(state, pod, self.cache.snapshot, part)
+            part = _ring_slice(candidates, start + pos, min(chunk, n - pos))
+            outcome, st = fw.run_filters_with_nominated_pods(state, pod, self.cache.snapshot, part)
             if st is not None:
                 return candidates[:0], pos + len(part), st
             passed_at = np.flatnonzero(outcome.codes == 0)
@@ -526,48 +640,83 @@ class Scheduler:
         status: Status,
         diagnosis: Diagnosis | None,
         start: float,
+        *,
+        post_filter: bool = True,
     ) -> ScheduleResult:
+        """handleSchedulingFailure. A FitError (``diagnosis``) first runs PostFilter when it comes from
+        filtering; its plugins decide which events can requeue the pod. Other failures keep no plugins:
+        the pod backs off and is retried."""
         pod = qp.pod
+        # What to do with the pod's nominated node: None keeps it, "" clears it, a name nominates.
+        nominated: str | None = ""
         if diagnosis is not None:
-            if fw.post_filter_plugins:
-                _, pst = fw.run_post_filter(state, pod, diagnosis)
+            if post_filter and fw.post_filter_plugins:
+                post, pst = fw.run_post_filter(state, pod, diagnosis)
                 diagnosis.post_filter_msg = pst.message if pst is not None else ""
+                nominated = post.nominated_node_name if post is not None else None
             message = diagnosis.message()
             qp.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qp.pending_plugins = set(diagnosis.pending_plugins)
-            reason = REASON_UNSCHEDULABLE
-            result = "unschedulable"
         else:
             message = status.message
-            if status.is_rejected:
-                qp.unschedulable_plugins = {status.plugin} if status.plugin else set()
-                reason, result = REASON_UNSCHEDULABLE, "unschedulable"
-            else:
-                qp.unschedulable_plugins = set()
-                reason, result = REASON_SCHEDULER_ERROR, "error"
+            qp.unschedulable_plugins = set()
+            qp.pending_plugins = set()
+        if status.is_rejected:
+            reason, result = REASON_UNSCHEDULABLE, "unschedulable"
+        else:
+            reason, result = REASON_SCHEDULER_ERROR, "error"
         self.observer.attempt(fw.name, result, time.perf_counter() - start)
         log.info("pod %s is unschedulable: %s", pod.key, message)
-        self.queue.add_unschedulable(qp)
-        self.client.report_failure(pod, reason, message)
-        res = ScheduleResult(pod, None, status, message=message)
-        if self.results is not None:
-            self.results(res)
-        return res
+        cached = self.cache.pod(pod.uid)
+        if pod.uid in self._gone or (cached is not None and not self.cache.is_assumed(pod.uid)):
+            # Deleted meanwhile, or already bound (its confirmation arrived first): not queued again.
+            self._gone.discard(pod.uid)
+            self.queue.done(pod.uid)
+            requeued = False
+        else:
+            requeued = self.queue.add_unschedulable(qp)
+        self.client.report_failure(qp.pod, reason, message)
+        if requeued or self.queue.has(pod.uid):
+            self._record_nomination(qp.pod, nominated)
+        return ScheduleResult(pod, None, status, message=message)
+
+    def _record_nomination(self, pod: Pod, nominated: str | None) -> None:
+        """After a failed attempt: remember the pod's nomination (AddNominatedPod) and write a changed
+        ``status.nominatedNodeName`` through the client. ``None`` keeps what the pod has."""
+        self.nominator.add(pod, nominated)
+        if nominated is not None and nominated != pod.nominated_node_name:
+            st = self.client.set_nominated_node(pod, nominated)
+            if st is not None and not st.is_success:
+                log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
+
+    def _observe_binding(self, fw: Framework, uid: str, result: str) -> None:
+        start = self._attempt_start.pop(uid, None)
+        if start is not None:
+            self.observer.attempt(fw.name, result, time.perf_counter() - start)
 
     # ================================================================== binding cycle
     def _permit_resolved(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str, st: Status | None
     ) -> None:
+        """WaitOnPermit returned: allowed pods go on to bind; rejected ones fail their binding cycle."""
         self.waiting_pods.pop(assumed.uid, None)
         if st is not None and not st.is_success:
             self._binding_failed(fw, state, qp, assumed, node, st)
             return
+        self._start_binding(fw, state, qp, assumed, node)
+
+    def _start_binding(
+        self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str
+    ) -> None:
+        # Past Permit nothing can make the pod unschedulable, so its in-flight events can go (Done).
+        self.queue.done(assumed.uid)
+        self._binding.add(assumed.uid)
         self.binder.submit(lambda: self._binding_cycle(fw, state, qp, assumed, node))
 
     def _binding_cycle(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str
     ) -> None:
-        """PreBind, Bind, then PostBind; runs on the binder, reports back through the inbox."""
+        """PreBind and Bind on the binder; the outcome is applied on the scheduling thread."""
         try:
             st = fw.run_pre_bind(state, assumed, node)
             if st is None:
@@ -585,31 +734,70 @@ class Scheduler:
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str
     ) -> None:
         self._binding.discard(assumed.uid)
+        self._gone.discard(assumed.uid)
+        self._observe_binding(fw, assumed.uid, "scheduled")
         self.cache.finish_binding(assumed)
-        fw.run_post_bind(state, assumed, node)
         self.client.report_scheduled(assumed, node)
-        self.queue.done(assumed.uid)
+        fw.run_post_bind(state, assumed, node)
 
     def _binding_failed(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, assumed: Pod, node: str, st: Status
     ) -> None:
+        """handleBindingCycleError: Unreserve, forget the assumed pod (its room frees up: an assigned
+        pod deletion for the queue), and handle the failure. A rejection (at Permit) is a FitError on
+        the one node; anything else is an error that backs the pod off."""
         self._binding.discard(assumed.uid)
+        self.cache.finish_binding(assumed)
         fw.run_unreserve(state, assumed, node)
-        if self.cache.is_assumed(assumed.uid):
+        forgotten = self.cache.is_assumed(assumed.uid)
+        if forgotten:
             self.cache.forget(assumed)
-            # The forgotten pod freed room: retry pods that this may help.
-            self.queue.move_on_event(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), assumed, None)
         log.warning("binding %s to %s failed: %s", assumed.key, node, st.message)
-        qp.unschedulable_plugins = {st.plugin} if st.is_rejected and st.plugin else set()
-        reason = REASON_UNSCHEDULABLE if st.is_rejected else REASON_SCHEDULER_ERROR
-        self.queue.add_unschedulable(qp)
-        self.client.report_failure(qp.pod, reason, st.message)
+        start = self._attempt_start.pop(assumed.uid, time.perf_counter())
+        if st.is_rejected:
+            self._fail(fw, state, qp, st, Diagnosis.rejected_on_node(st), start, post_filter=False)
+            if forgotten:
+                uid = assumed.uid
+                self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda p: p.uid != uid)
+            return
+        if forgotten:
+            self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None)
+        self._fail(fw, state, qp, st, None, start)
+
+
+def _ring_slice(a: np.ndarray, start: int, count: int) -> np.ndarray:
+    """``count`` items of ``a`` from ``start``, wrapping around (a view when it does not wrap)."""
+    n = len(a)
+    start %= n
+    end = start + count
+    return a[start:end] if end <= n else np.concatenate((a[start:], a[: end - n]))
+
+
+def _meta(raw: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (raw or {}).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _raw_uid(raw: Mapping[str, Any]) -> str:
+    """The uid ``parse_pod`` would give this manifest (its ``namespace/name`` when it has none)."""
+    meta = _meta(raw)
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+
+
+def _stub_pod(raw: Mapping[str, Any]) -> Pod:
+    """Identity of a pod we cannot (or need not) compile: enough to name it and find it by uid."""
+    meta = _meta(raw)
+    stub = Pod.__new__(Pod)
+    stub.raw, stub.spec = raw, {}
+    stub.name = str(meta.get("name") or "")
+    stub.namespace = str(meta.get("namespace") or "default")
+    stub.key = f"{stub.namespace}/{stub.name}"
+    stub.uid = _raw_uid(raw)
+    return stub
 
 
 def _with_node(pod: Pod, node_name: str) -> Pod:
     """A copy of the compiled pod as bound to ``node_name`` (the assumed pod)."""
-    clone = Pod.__new__(Pod)
-    for attr in Pod.__slots__:
-        object.__setattr__(clone, attr, getattr(pod, attr))
+    clone = clone_pod(pod)
     clone.node_name = node_name
     return clone

@@ -200,6 +200,23 @@ class PodBuilder:
         self._spec["containers"][0].setdefault("ports", []).append(p)
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        selector: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> PodBuilder:
+        """Add a topology spread constraint; ``extra`` takes the other fields by their API names
+        (``minDomains=2``, ``nodeTaintsPolicy="Honor"``, ``matchLabelKeys=[...]``)."""
+        c: Obj = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
+        if selector is not None:
+            c["labelSelector"] = copy.deepcopy(selector)
+        c.update(copy.deepcopy(extra))
+        self._spec.setdefault("topologySpreadConstraints", []).append(c)
+        return self
+
     def spec(self, **fields: Any) -> PodBuilder:
         """Set arbitrary spec fields (affinity, topologySpreadConstraints, ...)."""
         self._spec.update(copy.deepcopy(fields))

@@ -162,8 +162,12 @@ def test_prefilter_narrowing_fails_the_rest_as_unresolvable():
     ns[2]["status"]["allocatable"]["cpu"] = "500m"
     got = call(ext, "filter", p, ns)
     assert [n["metadata"]["name"] for n in got["Nodes"]["items"]] == ["n0"]
-    assert got["FailedAndUnresolvableNodes"] == {"n1": "node(s) didn't satisfy plugin(s) [OnlyNodes]"}
-    assert got["FailedNodes"] == {"n2": "Insufficient cpu"}
+    # n2's request exceeds its whole allocatable: NodeResourcesFit reports that as unresolvable.
+    assert got["FailedAndUnresolvableNodes"] == {
+        "n1": "node(s) didn't satisfy plugin(s) [OnlyNodes]",
+        "n2": "Insufficient cpu",
+    }
+    assert got["FailedNodes"] == {}
 
 
 def test_prefilter_rejection_fails_every_node_with_its_status():
@@ -186,15 +190,15 @@ def test_plugin_error_is_the_filter_error_field():
 def test_multiple_reasons_join_into_one_message():
     ext = make([{"name": "NodeResourcesFit"}])
     got = call(ext, "filter", pod("p").req(cpu="64", memory="1Ti").obj(), nodes(0))
-    assert got["FailedNodes"] == {"n0": "Insufficient cpu, Insufficient memory"}
+    assert got["FailedAndUnresolvableNodes"] == {"n0": "Insufficient cpu, Insufficient memory"}
 
 
 def test_profile_follows_scheduler_name_unless_pinned():
     p = pod("p").scheduler("fit-only").req(cpu="64").obj()
     ext = make([{"name": "FixedScore"}])
-    assert call(ext, "filter", p, nodes(0))["FailedNodes"] == {"n0": "Insufficient cpu"}
+    assert call(ext, "filter", p, nodes(0))["FailedAndUnresolvableNodes"] == {"n0": "Insufficient cpu"}
     pinned = Extender(ext.config, REGISTRY, profile="default-scheduler")
-    assert call(pinned, "filter", p, nodes(0))["FailedNodes"] == {}
+    assert call(pinned, "filter", p, nodes(0))["FailedAndUnresolvableNodes"] == {}
     with pytest.raises(ValueError, match="no such profile"):
         Extender(ext.config, REGISTRY, profile="nope")
 
@@ -212,7 +216,7 @@ def test_cacheless_snapshot_follows_each_request_exactly():
     changed["status"]["allocatable"]["cpu"] = "100m"
     changed["metadata"]["resourceVersion"] = "2000"
     got = call(ext, "filter", pod("p").req(cpu="1").obj(), [changed])
-    assert got["FailedNodes"] == {"n0": "Insufficient cpu"}
+    assert got["FailedAndUnresolvableNodes"] == {"n0": "Insufficient cpu"}
 
 
 def test_duplicate_node_names_are_answered_once():

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harmonic.perf.runner import Workload
-from harmonic.perf.workloads import basic
+from harmonic.perf.workloads import basic, mixed, node_affinity, preemption, topology_spread, unschedulable
 
 #: name -> (factory(nodes, init_pods, pods), default sizes (nodes, init pods, measured pods))
 WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, int]]] = {
     **basic.WORKLOADS,
+    **node_affinity.WORKLOADS,
+    **preemption.WORKLOADS,
+    **topology_spread.WORKLOADS,
+    **mixed.WORKLOADS,
+    **unschedulable.WORKLOADS,
 }

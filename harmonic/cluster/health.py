@@ -1,0 +1,94 @@
+"""The scheduler's HTTP endpoints: ``/metrics`` (Prometheus text format), ``/healthz``, ``/livez``,
+``/readyz``. Plain HTTP on a thread; each check is a callable returning None (ok) or the reason it fails,
+and a failing endpoint answers 500 with ``[-]name failed: reason`` lines, as Kubernetes components do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = logging.getLogger(__name__)
+
+Check = Callable[[], str | None]
+
+
+class HealthServer:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Callable[[], bytes],
+        healthz: Mapping[str, Check],
+        readyz: Mapping[str, Check],
+    ) -> None:
+        self._metrics = metrics
+        self._checks = {"/healthz": healthz, "/livez": healthz, "/readyz": {**healthz, **readyz}}
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server._serve(self)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="health", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _serve(self, req: BaseHTTPRequestHandler) -> None:
+        path = req.path.split("?", 1)[0]
+        if path == "/metrics":
+            self._reply(req, 200, self._metrics(), CONTENT_TYPE_LATEST)
+            return
+        checks = self._checks.get(path)
+        if checks is None:
+            self._reply(req, 404, b"404 page not found\n", "text/plain; charset=utf-8")
+            return
+        lines, ok = [], True
+        for name, check in checks.items():
+            try:
+                why = check()
+            except Exception as e:  # a broken check is a failing check, not a broken endpoint
+                why = f"check raised {e!r}"
+            if why is None:
+                lines.append(f"[+]{name} ok")
+            else:
+                ok = False
+                lines.append(f"[-]{name} failed: {why}")
+        verbose = "verbose" in req.path
+        if ok:
+            body = ("\n".join(lines) + f"\n{path[1:]} check passed\n") if verbose else "ok"
+            self._reply(req, 200, body.encode(), "text/plain; charset=utf-8")
+        else:
+            self._reply(
+                req,
+                500,
+                ("\n".join(lines) + f"\n{path[1:]} check failed\n").encode(),
+                "text/plain; charset=utf-8",
+            )
+
+    @staticmethod
+    def _reply(req: BaseHTTPRequestHandler, code: int, body: bytes, ctype: str) -> None:
+        req.send_response(code)
+        req.send_header("Content-Type", ctype)
+        req.send_header("Content-Length", str(len(body)))
+        req.end_headers()
+        req.wfile.write(body)

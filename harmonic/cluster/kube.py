@@ -1,0 +1,417 @@
+"""The live cluster adapter: Harmonic as a secondary scheduler of a real cluster (``harmonic run``).
+
+``KubeClient`` is the ``SchedulerClient`` the scheduler and its plugins call:
+
+- ``bind``: ``binding.PodBinder`` (POST ``pods/<name>/binding``), from the binder's threads, only
+  while this replica may act as leader (fencing, see ``leader.py``). A refusal (not leader, node gone
+  from the informer, 409/404/5xx) is an Error status: the scheduler forgets the assumed pod and
+  retries it with backoff, or drops it when it was deleted or bound elsewhere meanwhile.
+- ``evict``: POST ``pods/<name>/eviction`` (policy/v1); 429 (a PodDisruptionBudget forbids it) is a
+  failure the caller sees; the victim gets a ``Preempted`` event.
+- ``report_scheduled`` / ``report_failure``: Events as kube-scheduler writes them, and for failures the
+  pod's ``PodScheduled=False`` condition (reason ``Unschedulable`` or ``SchedulerError``) by a status
+  patch, skipped when the pod already carries that condition; ``set_nominated_node`` patches
+  ``status.nominatedNodeName``. Events and patches go through queues drained by worker threads, so
+  the scheduling thread never waits on the network.
+
+``LiveScheduler`` wires it all: informers for nodes, pods (non-terminal, all schedulers: assigned pods
+fill the cache, pending pods of our profiles fill the queue), PodDisruptionBudgets and namespaces
+(services ``"pdbs"`` and ``"namespaces"``); the ``Scheduler`` with a thread-pool binder; leader election
+from the configuration's ``leaderElection``; metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or
+until leadership is lost, and returns the process exit code (1 when the lease was lost, as
+kube-scheduler exits then).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from harmonic.api.pod import Pod
+from harmonic.cluster.binding import PodBinder
+from harmonic.cluster.events import EventRecorder, truncate_note
+from harmonic.cluster.informer import (
+    ACTIVE_PODS,
+    NAMESPACES,
+    NODES,
+    PDBS,
+    PODS,
+    Backoff,
+    Informer,
+)
+from harmonic.cluster.leader import LeaderElector, default_identity
+from harmonic.cluster.services import NAMESPACES_SERVICE, PDBS_SERVICE, DisruptionBudgets, NamespaceLabels
+from harmonic.cluster.transport import (
+    STRATEGIC_MERGE_PATCH,
+    ApiStatusError,
+    Transport,
+    TransportError,
+    object_path,
+)
+from harmonic.framework.config import SchedulerConfiguration
+from harmonic.framework.registry import Registry
+from harmonic.framework.status import Code, Status
+from harmonic.scheduler.metrics import SchedulerMetrics
+from harmonic.scheduler.scheduler import Scheduler, ThreadBinder
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+NOT_LEADER = "this replica is not the leader (lease lost or not renewed in time)"
+
+
+#: The interpreter's thread switch interval for a scheduler process (default 5 ms). The scheduling
+#: thread is CPU-bound while a dozen I/O threads (binds, events, watches) wake often; at 5 ms it is
+#: preempted for each of them and waits to get the GIL back. 50 ms measured ~30 % more pods/s end to
+#: end (benchmarks/live_scheduler.py) and less CPU, at the cost of up to that much latency for an I/O
+#: thread's next step — small beside leader election's seconds.
+SWITCH_INTERVAL = 0.05
+
+
+def tune_process() -> None:
+    """Process-wide settings for a process that runs a ``LiveScheduler`` (``harmonic run`` calls it)."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusPatcher:
+    """Pod status patches, applied in order by one worker thread (the scheduling thread only queues)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name="status-patcher", daemon=True)
+        self.failed = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def patch(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._queue.put((namespace, name, status))
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            ns, name, status = item
+            path = object_path("v1", "pods", ns, name) + "/status"
+            try:
+                self.transport.request(
+                    "PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH
+                )
+            except ApiStatusError as e:
+                if e.code != 404:  # a pod deleted meanwhile needs no status
+                    self.failed += 1
+                    log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
+            except TransportError as e:
+                self.failed += 1
+                log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
+
+
+class KubeClient:
+    """``SchedulerClient`` over the API server. ``fence()`` returns the seconds a leader-only request
+    may take, or None when this replica must not act (not the leader, or lease not renewed in time)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        pods: Informer,
+        nodes: Informer,
+        events: EventRecorder,
+        status: StatusPatcher,
+        fence: Callable[[], float | None],
+    ) -> None:
+        self.transport = transport
+        self.pods = pods
+        self.binder = PodBinder(transport, nodes)
+        self.events = events
+        self.status = status
+        self.fence = fence
+
+    # ------------------------------------------------------------------ ClusterClient
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        remaining = self.fence()
+        if remaining is None:
+            return Status(Code.ERROR, f"binding {pod.key} refused: {NOT_LEADER}")
+        return self.binder.bind(pod, node_name, timeout=min(self.transport.timeout, remaining))
+
+    def evict(self, pod: Pod, reason: str) -> Status | None:
+        remaining = self.fence()
+        if remaining is None:
+            return Status(Code.ERROR, f"evicting {pod.key} refused: {NOT_LEADER}")
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": {"preconditions": {"uid": pod.uid}},
+        }
+        path = object_path("v1", "pods", pod.namespace, pod.name) + "/eviction"
+        try:
+            self.transport.request("POST", path, body=body, timeout=min(self.transport.timeout, remaining))
+        except ApiStatusError as e:
+            if e.code == 404:
+                return None  # already gone: what eviction wanted
+            return Status(Code.ERROR, f"evicting {pod.key}: {e.message or e}")
+        except TransportError as e:
+            return Status(Code.ERROR, f"evicting {pod.key}: {e}")
+        self.events.event(pod.raw, "Normal", "Preempted", "Preempting", reason, pod.scheduler_name)
+        return None
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
+        if self.fence() is None:
+            return Status(Code.ERROR, f"nominating a node for {pod.key} refused: {NOT_LEADER}")
+        latest = self.pods.get(pod.key)
+        current = ((latest or pod.raw).get("status") or {}).get("nominatedNodeName") or ""
+        if current != node_name:
+            self.status.patch(pod.namespace, pod.name, {"nominatedNodeName": node_name or None})
+        return None
+
+    # ------------------------------------------------------------------ SchedulerClient
+    def report_scheduled(self, pod: Pod, node_name: str) -> None:
+        note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"
+        self.events.event(pod.raw, "Normal", "Scheduled", "Binding", note, pod.scheduler_name)
+
+    def report_failure(self, pod: Pod, reason: str, message: str) -> None:
+        if self.fence() is None:
+            return  # a replica that is not the leader writes nothing about pods
+        self.events.event(pod.raw, "Warning", "FailedScheduling", "Scheduling", message, pod.scheduler_name)
+        latest = self.pods.get(pod.key)
+        if latest is None or (latest.get("spec") or {}).get("nodeName"):
+            return  # deleted, or bound by someone else: no condition to write
+        cond: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": truncate_note(message),
+        }
+        old = next(
+            (
+                c
+                for c in (latest.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "PodScheduled"
+            ),
+            None,
+        )
+        if old is not None and all(old.get(k) == v for k, v in cond.items()):
+            return  # UpdatePodCondition: nothing changed, no patch
+        cond["lastTransitionTime"] = (
+            old["lastTransitionTime"]
+            if old is not None and old.get("status") == "False" and old.get("lastTransitionTime")
+            else _now()
+        )
+        cond["lastProbeTime"] = None
+        self.status.patch(pod.namespace, pod.name, {"conditions": [cond]})
+
+
+class LiveScheduler:
+    """A secondary scheduler attached to a cluster through ``transport``.
+
+    ``identity``: the leader-election holder identity (``hostname_uuid`` by default).
+    ``informer_backoff``: makes each informer's reconnect backoff (tests use short ones).
+    ``events_api``: force ``events.k8s.io/v1`` or ``v1`` Events instead of asking the server.
+    """
+
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        registry: Registry,
+        transport: Transport,
+        *,
+        identity: str | None = None,
+        metrics: SchedulerMetrics | None = None,
+        bind_workers: int = 16,
+        informer_backoff: Callable[[], Backoff] = Backoff,
+        event_retry_sleep: float = 10.0,
+        events_api: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.config = config
+        self.transport = transport
+        self.identity = identity or default_identity()
+        self.metrics = metrics or SchedulerMetrics()
+        self.informers: dict[str, Informer] = {
+            "nodes": Informer(transport, NODES, backoff=informer_backoff()),
+            "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
+            "pdbs": Informer(transport, PDBS, backoff=informer_backoff()),
+            "namespaces": Informer(transport, NAMESPACES, backoff=informer_backoff()),
+        }
+        # kube-scheduler writes events through a client of its own (its own rate limit).
+        self.events = EventRecorder(
+            transport.with_limits(transport.limiter.qps, transport.limiter.burst),
+            api=events_api,
+            retry_sleep=event_retry_sleep,
+        )
+        self.status = StatusPatcher(transport)
+        le = config.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                transport,
+                le,
+                self.identity,
+                on_started=self._start_scheduling,
+                on_stopped=self._stopped_leading,
+            )
+        self.client = KubeClient(
+            transport, self.informers["pods"], self.informers["nodes"], self.events, self.status, self._fence
+        )
+        self.scheduler = Scheduler(
+            config,
+            registry,
+            self.client,
+            seed=seed,
+            binder=ThreadBinder(bind_workers),
+            services={
+                PDBS_SERVICE: DisruptionBudgets(self.informers["pdbs"]),
+                NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
+            },
+            observer=self.metrics,
+            recorder=self.metrics,
+        )
+        self.informers["nodes"].add_handler(self.scheduler.on_node)
+        self.informers["pods"].add_handler(self.scheduler.on_pod)
+        self._stop = threading.Event()
+        self._sched_stop = threading.Event()
+        self._sched_thread: threading.Thread | None = None
+        self._elector_stop = threading.Event()
+        self._elector_thread: threading.Thread | None = None
+        self.exit_code = 0
+        self.synced = threading.Event()
+
+    # ------------------------------------------------------------------ health
+    def _fence(self) -> float | None:
+        if self.elector is None:
+            return self.transport.timeout
+        return self.elector.remaining()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def health_checks(self) -> dict[str, Callable[[], str | None]]:
+        def informers() -> str | None:
+            dead = [name for name, inf in self.informers.items() if self.synced.is_set() and not inf.alive]
+            return f"informer(s) stopped: {', '.join(dead)}" if dead else None
+
+        def leader_election() -> str | None:
+            if self.elector is not None and self.elector.lost.is_set():
+                return "leader election lost"
+            return None
+
+        def scheduler() -> str | None:
+            t = self._sched_thread
+            if t is not None and not t.is_alive() and not self._stop.is_set():
+                return "scheduling loop stopped"
+            return None
+
+        return {"informers": informers, "leaderElection": leader_election, "scheduler": scheduler}
+
+    def ready_checks(self) -> dict[str, Callable[[], str | None]]:
+        def synced() -> str | None:
+            return None if self.synced.is_set() else "informers have not synced yet"
+
+        def stopping() -> str | None:
+            return "shutting down" if self._stop.is_set() else None
+
+        return {"informerSync": synced, "shutdown": stopping}
+
+    # ------------------------------------------------------------------ lifecycle
+    def run(self, sync_timeout: float | None = None) -> int:
+        """Sync the informers, campaign for the lease (if enabled), schedule while leading; returns
+        the exit code once stopped (0) or once leadership was lost (1)."""
+        self.events.start()
+        self.status.start()
+        for inf in self.informers.values():
+            inf.start()
+        deadline = None if sync_timeout is None else time.monotonic() + sync_timeout
+        while not self._stop.is_set():
+            if all(inf.synced.is_set() for inf in self.informers.values()):
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                log.error("informers did not sync within %.0f s", sync_timeout)
+                self.exit_code = 1
+                self._shutdown()
+                return self.exit_code
+            self._stop.wait(0.05)
+        if not self._stop.is_set():
+            self.synced.set()
+            # The cache is now mostly long-lived objects: keep the cyclic collector from rescanning
+            # them (a full collection over ~10^6 objects stalls the loop for hundreds of milliseconds).
+            gc.collect()
+            gc.freeze()
+            log.info(
+                "caches synced",
+                extra={name: len(inf) for name, inf in self.informers.items()},
+            )
+            if self.elector is not None:
+                self._elector_thread = threading.Thread(
+                    target=self.elector.run, args=(self._elector_stop,), name="leader-election", daemon=True
+                )
+                self._elector_thread.start()
+            else:
+                self._start_scheduling()
+        self._stop.wait()
+        self._shutdown()
+        return self.exit_code
+
+    def stop(self) -> None:
+        """Ask ``run`` to shut down cleanly (the SIGTERM handler calls this)."""
+        self._stop.set()
+
+    def _start_scheduling(self) -> None:
+        if self._sched_thread is not None or self._stop.is_set():
+            return
+        log.info("starting to schedule", extra={"identity": self.identity})
+        self._sched_thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
+        self._sched_thread.start()
+
+    def _loop(self) -> None:
+        refresher = threading.Thread(target=self._refresh_pending, name="pending-gauge", daemon=True)
+        refresher.start()
+        try:
+            self.scheduler.run(self._sched_stop)
+        except Exception:
+            log.exception("scheduling loop crashed")
+            self.exit_code = 1
+            self._stop.set()
+
+    def _refresh_pending(self) -> None:
+        """scheduler_pending_pods, sampled on the scheduling thread (the queue is not thread-safe)."""
+        while not self._sched_stop.wait(1.0):
+            self.scheduler.post(lambda: self.metrics.set_pending(self.scheduler.queue.counts()))
+
+    def _stopped_leading(self) -> None:
+        if self.elector is not None and self.elector.lost.is_set():
+            self.exit_code = 1
+            self._stop.set()
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+        # Stop scheduling; Scheduler.run finishes the in-flight bindings before returning.
+        self._sched_stop.set()
+        if self._sched_thread is not None:
+            self._sched_thread.join()
+        self._elector_stop.set()  # releases the lease if still held
+        if self._elector_thread is not None:
+            self._elector_thread.join()
+        for inf in self.informers.values():
+            inf.stop()
+        self.status.stop()
+        self.events.stop()
+        log.info("stopped", extra={"identity": self.identity, "exitCode": self.exit_code})

@@ -1,0 +1,414 @@
+"""HTTP to the Kubernetes API server: the official client's configuration, lean requests, raw JSON.
+
+The official ``kubernetes`` client loads kubeconfig files (contexts, client certificates, exec and
+auth-provider credential plugins with refresh) and in-cluster service-account config (token
+rotation); ``Transport`` takes from it the server address, the TLS settings and the Authorization
+header. Two of its parts are not used, by measurement (``benchmarks/k8s_client_cost.py``):
+
+- its typed models: decoding a pod into them costs 0.25-1.3 ms (vs ~0.05-0.1 ms for the JSON itself),
+  a scheduling cycle or more, so
+  bodies stay JSON and are compiled straight into Harmonic's views (``harmonic.api``);
+- its urllib3 request path: it costs 2-3x the CPU of a plain ``http.client`` request per call (it
+  sends headers and body in separate writes, and re-reads the whole configuration to get the token),
+  and a scheduler makes one or two calls per pod. Requests go over one persistent ``http.client``
+  connection per thread instead, with TLS from the same configuration; the Authorization header is
+  re-read every 10 s, and at once after a 401.
+
+``Transport.request`` returns the decoded body or raises ``ApiStatusError`` (a non-2xx answer, with
+the server's ``Status`` reason and message) or ``TransportError`` (no answer). Requests pass a
+client-side token bucket, as client-go's ``QPS``/``Burst`` (``clientConnection`` in the scheduler
+configuration).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import logging
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from kubernetes import client as kclient
+from kubernetes import config as kconfig
+from kubernetes.config import incluster_config
+from kubernetes.config.config_exception import ConfigException
+
+from harmonic import __version__
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+DEFAULT_TIMEOUT = 30.0
+AUTH_CACHE_SECONDS = 10.0
+
+
+class ClientConfigError(ValueError):
+    """No usable cluster configuration (kubeconfig or in-cluster)."""
+
+
+class TransportError(ConnectionError):
+    """The request got no HTTP answer (connection refused or reset, timeout)."""
+
+
+class ApiStatusError(Exception):
+    """The API server answered with a non-2xx status; fields from its ``Status`` body."""
+
+    def __init__(
+        self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = dict(details or {})
+
+    @classmethod
+    def from_body(cls, code: int, body: bytes) -> ApiStatusError:
+        try:
+            st = json.loads(body)
+        except ValueError:
+            st = None
+        if isinstance(st, dict) and st.get("kind") == "Status":
+            return cls(
+                int(st.get("code") or code),
+                str(st.get("reason") or ""),
+                str(st.get("message") or ""),
+                st.get("details") if isinstance(st.get("details"), dict) else None,
+            )
+        text = body[:200].decode("utf-8", "replace").strip()
+        return cls(code, "", text or f"HTTP {code}")
+
+    @property
+    def retriable(self) -> bool:
+        """Worth retrying unchanged: throttled, server errors, timeouts."""
+        return self.code == 429 or self.code >= 500
+
+
+class RateLimiter:
+    """A token bucket: ``qps`` tokens per second, at most ``burst`` saved; ``qps < 0`` disables it."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take a token, sleeping until one is available; returns the seconds waited."""
+        if self.qps < 0:
+            return 0.0
+        qps = self.qps or 5.0  # client-go's default when unset
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * qps)
+            self._last = now
+            self._tokens -= 1
+            wait = -self._tokens / qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            time.sleep(wait)
+        return wait
+
+
+def load_client(kubeconfig: str | None = None, context: str | None = None) -> kclient.ApiClient:
+    """An ``ApiClient`` from ``kubeconfig`` (a path), else the in-cluster service account, else
+    ``$KUBECONFIG``/``~/.kube/config``."""
+    cfg = kclient.Configuration()
+    try:
+        if kubeconfig:
+            kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except ConfigException:
+                kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError) as e:
+        where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
+        raise ClientConfigError(f"cannot load cluster configuration from {where}: {e}") from None
+    return kclient.ApiClient(configuration=cfg)
+
+
+def cluster_config_found() -> bool:
+    """Whether ``load_client(None)`` has anything to load: the in-cluster service account (its
+    environment variable and mounted token) or a kubeconfig file ($KUBECONFIG's paths, else
+    ~/.kube/config). Lets a component that can also work without a cluster tell "no cluster
+    configured" from "configured but broken" (which ``load_client`` reports)."""
+    if os.environ.get(incluster_config.SERVICE_HOST_ENV_NAME) and os.path.exists(
+        incluster_config.SERVICE_TOKEN_FILENAME
+    ):
+        return True
+    paths = os.environ.get("KUBECONFIG", "")
+    candidates = [p for p in paths.split(os.pathsep) if p] if paths else ["~/.kube/config"]
+    return any(os.path.isfile(os.path.expanduser(p)) for p in candidates)
+
+
+def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None, cadata=cfg.ca_cert_data or None)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    if not cfg.verify_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif cfg.assert_hostname is False:
+        ctx.check_hostname = False
+    return ctx
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS with a TLS server name other than the host (kubeconfig ``tls-server-name``)."""
+
+    def __init__(
+        self, host: str, port: int | None, timeout: float, context: ssl.SSLContext, sni: str | None
+    ) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._sni = sni
+        self._ctx = context
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._ctx.wrap_socket(self.sock, server_hostname=self._sni or self.host)
+
+
+class Transport:
+    """Requests to one API server, rate-limited, over per-thread persistent connections."""
+
+    def __init__(
+        self,
+        api: kclient.ApiClient,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        user_agent: str = f"harmonic/{__version__}",
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        cfg = api.configuration
+        if cfg.proxy:
+            raise ClientConfigError(f"HTTP proxies are not supported (configured: {cfg.proxy})")
+        url = urlsplit(cfg.host)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ClientConfigError(f"server address {cfg.host!r} is not an http(s) URL")
+        self.api = api
+        self.host = cfg.host.rstrip("/")
+        self._hostname, self._port = url.hostname, url.port
+        self._prefix = url.path.rstrip("/")
+        self._tls = _ssl_context(cfg) if url.scheme == "https" else None
+        self._sni = cfg.tls_server_name or None
+        self.limiter = RateLimiter(qps, burst)
+        self.user_agent = user_agent
+        self.timeout = timeout
+        self._local = threading.local()
+        self._auth_lock = threading.Lock()
+        self._auth_headers: dict[str, str] = {}
+        self._auth_expires = 0.0
+
+    def with_limits(self, qps: float, burst: int, user_agent: str | None = None) -> Transport:
+        """A transport to the same server with its own rate limit (client-go gives the event recorder
+        its own client, so events never starve binds)."""
+        return Transport(
+            self.api, qps=qps, burst=burst, user_agent=user_agent or self.user_agent, timeout=self.timeout
+        )
+
+    # ------------------------------------------------------------------ connections and auth
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection
+        if self._tls is not None:
+            conn = _HTTPSConnection(self._hostname, self._port, timeout, self._tls, self._sni)
+        else:
+            conn = http.client.HTTPConnection(self._hostname, self._port, timeout=timeout)
+        conn.connect()
+        assert conn.sock is not None
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        return conn
+
+    def _auth(self) -> dict[str, str]:
+        """The Authorization header, asked of the client at most every ``AUTH_CACHE_SECONDS``: the
+        client re-reads its whole configuration on each ask (exec plugins, rotated in-cluster tokens),
+        which would cost more than the request itself."""
+        now = time.monotonic()
+        with self._auth_lock:
+            if now >= self._auth_expires:
+                headers: dict[str, str] = {}
+                self.api.update_params_for_auth(headers, None, ["BearerToken"], "", "GET", None)
+                self._auth_headers, self._auth_expires = headers, now + AUTH_CACHE_SECONDS
+            return self._auth_headers
+
+    def _forget_auth(self) -> None:
+        with self._auth_lock:
+            self._auth_expires = 0.0
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self.user_agent, **self._auth()}
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
+        """The request target (path and query) for ``path`` under the server's base path."""
+        target = self._prefix + path
+        if not query:
+            return target
+        q = {k: ("true" if v is True else str(v)) for k, v in query.items() if v is not None and v != ""}
+        return f"{target}?{urlencode(q)}" if q else target
+
+    # ------------------------------------------------------------------ calls
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+    ) -> Any:
+        """One API call; the decoded JSON answer. Raises ``ApiStatusError`` or ``TransportError``."""
+        self.limiter.acquire()
+        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        target = self.url(path, query)
+        timeout = timeout or self.timeout
+        status, payload = 0, b""
+        auth_retried = False
+        for attempt in range(3):
+            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            reused = conn is not None
+            try:
+                if conn is None:
+                    conn = self._local.conn = self._connect(timeout)
+                assert conn.sock is not None
+                conn.sock.settimeout(timeout)
+                conn.request(
+                    method,
+                    target,
+                    body=data,
+                    headers=self._headers(content_type if data is not None else None),
+                )
+                resp = conn.getresponse()
+                payload = resp.read()
+                status = resp.status
+                if resp.will_close:
+                    self._drop(conn)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+                if conn is not None:
+                    self._drop(conn)
+                if reused and attempt == 0:
+                    continue  # the server closed an idle kept-alive connection: one retry, on a new one
+                raise TransportError(f"{method} {path}: {e}") from None
+            except (OSError, http.client.HTTPException) as e:
+                if conn is not None:
+                    self._drop(conn)
+                raise TransportError(f"{method} {path}: {e or type(e).__name__}") from None
+            if status == 401 and not auth_retried:
+                auth_retried = True
+                self._forget_auth()  # the cached token may have expired: fetch a fresh one, once
+                continue
+            break
+        if not 200 <= status < 300:
+            raise ApiStatusError.from_body(status, payload)
+        if not payload:
+            return None
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise TransportError(f"{method} {path}: answer is not JSON") from None
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+
+    def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> WatchStream:
+        """Open a watch (GET with ``watch=true``) on a connection of its own; iterate the returned
+        stream for decoded events."""
+        self.limiter.acquire()
+        target = self.url(path, {**query, "watch": "true"})
+        for attempt in range(2):
+            try:
+                conn = self._connect(read_timeout)
+                conn.request("GET", target, headers=self._headers(None))
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                raise TransportError(f"watch {path}: {e or type(e).__name__}") from None
+            if resp.status == 200:
+                return WatchStream(conn, resp, path)
+            try:
+                body = resp.read()
+            except (OSError, http.client.HTTPException):
+                body = b""
+            conn.close()
+            if resp.status == 401 and attempt == 0:
+                self._forget_auth()
+                continue
+            raise ApiStatusError.from_body(resp.status, body)
+        raise AssertionError("unreachable")
+
+
+class WatchStream:
+    """The events of one watch response, decoded line by line; ``close()`` unblocks a pending read."""
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, path: str) -> None:
+        self._conn = conn
+        self._resp = resp
+        self._path = path
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            while True:
+                try:
+                    line = self._resp.readline()
+                except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
+                    if self._closed:
+                        return
+                    raise TransportError(f"watch {self._path} broke: {e or type(e).__name__}") from None
+                if not line:
+                    return  # the server ended the watch
+                if line.strip():
+                    yield _decode_event(line, self._path)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Shut the socket first: a thread blocked reading it returns at once.
+        sock = self._conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._conn.close()
+
+
+def _decode_event(line: bytes, path: str) -> dict[str, Any]:
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        raise TransportError(f"watch {path}: undecodable event {line[:80]!r}") from None
+    if (
+        not isinstance(ev, dict)
+        or not isinstance(ev.get("type"), str)
+        or not isinstance(ev.get("object"), dict)
+    ):
+        raise TransportError(f"watch {path}: malformed event {line[:80]!r}")
+    return ev
+
+
+def object_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    """``/api/v1/namespaces/ns/pods/name`` or ``/apis/group/version/...``."""
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    return base

@@ -1,0 +1,91 @@
+"""``harmonic run`` as a process: schedules, serves its endpoints, logs JSON, stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.request import urlopen
+
+from click.testing import CliRunner
+
+from harmonic.cli import main
+from harmonic.testing import node, pod
+from harmonic.testing.apiserver import ApiServerDouble
+
+from .conftest import FAST_LEASE, wait_until
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_run_schedules_and_stops_cleanly_on_sigterm(api: ApiServerDouble, tmp_path: Path):
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": FAST_LEASE,
+                "clientConnection": {"kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig"))},
+                "profiles": [{"schedulerName": "harmonic"}],
+            }
+        )
+    )
+    api.create("nodes", node("n").obj())
+    api.create("pods", pod("p").scheduler("harmonic").obj())
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harmonic",
+            "run",
+            "--config",
+            str(config),
+            "--bind-address",
+            "127.0.0.1",
+            "--metrics-port",
+            str(port),
+            "--identity",
+            "cli",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
+        assert urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"
+        assert b"scheduler_schedule_attempts_total" in urlopen(f"http://127.0.0.1:{port}/metrics").read()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert any(rec["msg"] == "became leader" and rec["identity"] == "cli" for rec in logs)
+    assert api.get("leases", "harmonic", "kube-system")["spec"]["holderIdentity"] == ""  # released
+
+
+def test_run_refuses_kube_schedulers_own_lease(tmp_path: Path):
+    config = tmp_path / "sched.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert result.exit_code == 1
+    assert "leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own lease" in result.output
+
+
+def test_run_reports_a_missing_kubeconfig(tmp_path: Path):
+    config = tmp_path / "sched.yaml"
+    config.write_text(json.dumps({"leaderElection": {"leaderElect": False}}))
+    result = CliRunner().invoke(
+        main, ["run", "--config", str(config), "--kubeconfig", str(tmp_path / "nope")]
+    )
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: cannot load cluster configuration from {tmp_path / 'nope'}")
