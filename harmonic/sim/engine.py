@@ -89,7 +89,14 @@ class World:
         self.seed = plan.seed
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
-        self.scheduler = Scheduler(run.config, registry, self.cluster, clock=self.clock, seed=plan.seed)
+        self.scheduler = Scheduler(
+            run.config,
+            registry,
+            self.cluster,
+            clock=self.clock,
+            seed=plan.seed,
+            services=self.cluster.scheduler_services(),
+        )
         self.cluster.connect(self.scheduler)
         self.cluster.subscribe(self._on_node, self._on_pod, replay=False)
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
@@ -152,6 +159,19 @@ class World:
 
     def nodes(self) -> Mapping[str, Node]:
         return self.node_views
+
+    def publish(self, kind: str, namespace: str, name: str, template: Mapping[str, Any]) -> None:
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        self.cluster.apply_workload(
+            {
+                "kind": kind,
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"selector": {"matchLabels": dict(labels)}},
+            }
+        )
+
+    def unpublish(self, kind: str, namespace: str, name: str) -> None:
+        self.cluster.delete_workload(kind, namespace, name)
 
     # ================================================================== cluster events
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
@@ -390,6 +410,8 @@ class World:
         end = plan.duration if plan.duration is not None else math.inf
         for n in plan.nodes:
             self.cluster.add_node(n)
+        for svc in plan.services:
+            self.cluster.apply_workload(svc)
         timeline = plan.timeline
         i = 0
         next_sample = 0.0

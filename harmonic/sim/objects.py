@@ -2,9 +2,9 @@
 and the API server's admission on pod templates (PriorityClass resolution, default tolerations).
 
 Workload kinds: Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet. PriorityClass objects are
-resolved into pods' ``spec.priority`` as the Priority admission plugin does. Namespace, Service,
-ServiceAccount, ConfigMap and Secret are accepted and counted but do not change placement in this
-build (see docs/simulator.md). Anything else, and any field of a workload the simulator cannot
+resolved into pods' ``spec.priority`` as the Priority admission plugin does. Services are kept for
+the scheduler (default topology spreading reads their selectors). Namespace, ServiceAccount,
+ConfigMap and Secret are accepted and counted but do not change placement in this build (see docs/simulator.md). Anything else, and any field of a workload the simulator cannot
 honour (persistent volumes, Job pod failure policies, ...), is an error naming the file and path.
 """
 
@@ -39,7 +39,6 @@ WORKLOAD_KINDS = {
 #: Accepted, counted, without effect on placement here.
 INERT_KINDS = {
     "Namespace": "v1",
-    "Service": "v1",
     "ServiceAccount": "v1",
     "ConfigMap": "v1",
     "Secret": "v1",

@@ -112,6 +112,8 @@ class Plan:
     nodes: list[Obj]
     timeline: list[Timed]
     topologies: list[TopologyInstance]
+    #: Service manifests, known to the scheduler from the start.
+    services: list[Obj] = field(default_factory=list)
     #: Objects accepted without effect on placement, by kind.
     inert: dict[str, int] = field(default_factory=dict)
     #: Trace rows left out, by reason.
@@ -160,6 +162,7 @@ class _Builder:
         self.inert: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.priorities = PriorityClasses()
+        self.services: list[Obj] = []
         #: object key -> (created at, deleted at), to refuse clashes and check events' targets.
         self.lifetimes: dict[str, tuple[float, float]] = {}
         self.pool_next: dict[str, int] = {}
@@ -222,6 +225,13 @@ class _Builder:
             if isinstance(w, ManifestsWorkload):
                 dist = w.duration
                 for label, raw in docs[i]:
+                    if (
+                        isinstance(raw, Mapping)
+                        and raw.get("kind") == "Service"
+                        and raw.get("apiVersion") == "v1"
+                    ):
+                        self.services.append(_service(raw, label, w.namespace))
+                        continue
                     obj = check_object(raw, label, w.namespace, self.priorities, dist, self.inert)
                     if obj is not None:
                         self.create(obj, w.at, w.lifetime, origin)
@@ -460,6 +470,17 @@ class _Builder:
         return out
 
 
+def _service(raw: Mapping[str, Any], source: str, namespace: str) -> Obj:
+    meta = raw.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(source, "metadata.name", "is required")
+    selector = (raw.get("spec") or {}).get("selector")
+    if selector is not None and not isinstance(selector, Mapping):
+        raise ScenarioError(source, "spec.selector", "must be a map of labels")
+    return {**raw, "metadata": {**meta, "namespace": meta.get("namespace") or namespace}}
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
@@ -521,6 +542,7 @@ def build_plan(
         nodes=nodes,
         timeline=timeline,
         topologies=b.topologies,
+        services=b.services,
         inert=dict(sorted(b.inert.items())),
         trace_skipped=dict(sorted(b.skipped.items())),
     )

@@ -79,6 +79,12 @@ class Host(Protocol):
 
     def nodes(self) -> Mapping[str, Node]: ...
 
+    def publish(self, kind: str, namespace: str, name: str, template: Mapping[str, Any]) -> None:
+        """Make a ReplicaSet or StatefulSet's selector (its template's labels) known to the scheduler."""
+        ...
+
+    def unpublish(self, kind: str, namespace: str, name: str) -> None: ...
+
 
 def object_uid(key: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"harmonic-sim:{key}"))
@@ -255,6 +261,14 @@ class ReplicaSetController(Controller):
     def owned(self) -> Iterable[str]:
         return self.pods
 
+    def start(self) -> None:
+        self.host.publish(self.kind, self.namespace, self.name, self.template)
+        self.reconcile()
+
+    def stop(self) -> None:
+        super().stop()
+        self.host.unpublish(self.kind, self.namespace, self.name)
+
     def reconcile(self) -> None:
         if self.stopped:
             return
@@ -350,6 +364,14 @@ class StatefulSetController(Controller):
 
     def owned(self) -> Iterable[str]:
         return list(self.pods.values())
+
+    def start(self) -> None:
+        self.host.publish(self.kind, self.namespace, self.name, self.template)
+        self.reconcile()
+
+    def stop(self) -> None:
+        super().stop()
+        self.host.unpublish(self.kind, self.namespace, self.name)
 
     def reconcile(self) -> None:
         if self.stopped:

@@ -17,7 +17,7 @@ from harmonic.sim.report import metrics_document
 from harmonic.sim.scenario import NetworkModel
 from harmonic.sim.topology import Edge, TopologyInstance, locality
 
-from .helpers import deployment, job, objects, plan_of, run, run_worlds, scenario
+from .helpers import container, deployment, job, objects, plan_of, run, run_worlds, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "simulator"
@@ -192,7 +192,17 @@ def test_profiles_default_plus_bundled_and_config_files(tmp_path):
 
 
 def test_each_profile_runs_on_its_own_cluster_copy():
-    sc = scenario([objects(deployment("web", 6))], nodes=3)
+    # Bare pods: no owner, so no default topology spreading; only the scoring strategies differ.
+    bare = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}"},
+            "spec": {"containers": [container()]},
+        }
+        for i in range(6)
+    ]
+    sc = scenario([objects(*bare)], nodes=3)
     registry = default_registry()
     runs = profile_runs((), registry)
     from harmonic.sim.engine import Simulation

@@ -208,10 +208,17 @@ def test_errors_in_manifest_files_name_file_and_document(tmp_path):
     )
 
 
-def test_inert_kinds_are_counted_not_dropped(tmp_path):
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {}}
-    plan = plan_of(scenario([objects(deployment("web", 1), svc)]))
-    assert plan.inert == {"Service": 1}
+def test_services_are_kept_and_inert_kinds_counted_not_dropped():
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}},
+    }
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf"}}
+    plan = plan_of(scenario([objects(deployment("web", 1), svc, cm)]))
+    assert plan.inert == {"ConfigMap": 1}
+    assert [s["metadata"] for s in plan.services] == [{"name": "web", "namespace": "default"}]
 
 
 def test_load_scenario_file_reports_yaml_errors(tmp_path):
