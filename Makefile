@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: simulate test lint setup clean
+.PHONY: simulate test test-deps lint setup clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test-deps:
+	scripts/test-deps.sh
+
+test: lint test-deps
 	$(BIN)/pytest -n 2
 
 clean:

@@ -92,45 +92,74 @@ def main(verbose: int) -> None:
 
 
 @main.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option(
-    "--workload", default="SchedulingBasic", show_default=True, help="scheduler_perf workload to run."
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="KubeSchedulerConfiguration file (repeatable); each profile runs side by side. "
+    "Default: kube-scheduler's default profile and the bundled profiles.",
 )
 @click.option(
-    "--nodes", type=click.IntRange(min=1), default=None, help="Nodes (workload default if omitted)."
+    "--topology",
+    "topologies",
+    multiple=True,
+    help="Application topology (bundled name or JSON file) to add; without SCENARIO it runs on the "
+    "bundled cluster alone.",
 )
 @click.option(
-    "--init-pods", type=click.IntRange(min=0), default=None, help="Pods scheduled before measuring."
+    "--user-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="User actions per second for --topology.",
 )
-@click.option("--pods", type=click.IntRange(min=0), default=None, help="Measured pods.")
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object too.")
+@click.option("--out", "out_dir", default="harmonic-report", show_default=True, help="Report folder.")
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
 def simulate(
-    workload: str, nodes: int | None, init_pods: int | None, pods: int | None, as_json: bool
+    scenario: str | None,
+    configs: tuple[str, ...],
+    topologies: tuple[str, ...],
+    user_rate: float,
+    out_dir: str,
+    seed: int | None,
+    no_progress: bool,
+    as_json: bool,
 ) -> None:
-    """Run the embedded default scenario.
+    """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
-    Until the simulator lands, this runs the scheduler_perf SchedulingBasic workload (5,000 nodes,
-    1,000 initial pods, 10,000 measured pods) against the in-memory cluster and prints its figures.
+    Prints a side-by-side table and writes OUT/metrics.json and OUT/report.html.
     """
-    from harmonic.perf.cli import format_result
-    from harmonic.perf.runner import run_workload
-    from harmonic.perf.workloads import WORKLOADS
     from harmonic.plugins.registry import default_registry
+    from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.report import format_table
+    from harmonic.sim.run import prepare
+    from harmonic.sim.run import simulate as run_simulation
 
-    if workload not in WORKLOADS:
-        raise click.BadParameter(
-            f"unknown workload {workload!r}; one of {', '.join(sorted(WORKLOADS))}", param_hint="--workload"
-        )
-    factory, (dn, di, dp) = WORKLOADS[workload]
+    registry = default_registry()
+    try:
+        plan, runs = prepare(scenario, configs, registry, topologies, user_rate, seed)
+    except (ScenarioError, ConfigError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    names = ", ".join(r.name for r in runs)
     click.echo(
-        "harmonic simulate: running the scheduler_perf benchmark as the embedded default scenario", err=True
+        f"scenario {plan.name} ({plan.source}): {len(plan.nodes)} nodes, "
+        f"{len(plan.timeline)} actions; profiles: {names}",
+        err=True,
     )
-    result = run_workload(
-        factory(nodes or dn, di if init_pods is None else init_pods, dp if pods is None else pods),
-        default_registry(),
-    )
-    click.echo(format_result(result))
+    total = len(plan.timeline) * len(runs)
+    with click.progressbar(
+        length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
+    ) as bar:
+        outcome = run_simulation(plan, runs, registry, out_dir, lambda _name, n: bar.update(n))
+    click.echo(format_table(outcome.metrics))
+    click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json.dumps(outcome.metrics, indent=2))
 
 
 @main.command()
