@@ -2,14 +2,21 @@
 
     python benchmarks/extender.py --nodes 5000 --pods 200            # both modes
     python benchmarks/extender.py --mode names --init-pods 1000 --json
+    python benchmarks/extender.py --mode names --churn 50             # pods bound meanwhile, 50/s
     python benchmarks/extender.py --in-process                        # the verbs' compute, no HTTP
 
-The server runs in its own process (as it would in its own pod), started with the default profile:
+The server is ``harmonic extender`` itself, in its own process (as in its own pod), with the default
+profile:
 
-- ``names`` (kube-scheduler ``nodeCacheCapable: true``): the server's ``ClusterCache`` is filled with
-  the N nodes and ``--init-pods`` bound pods; each request carries the pod and N node names.
-- ``nodes`` (``nodeCacheCapable: false``): no cache; each request carries N full ``v1.Node`` objects
-  shaped as kube-scheduler marshals them (kubelet labels, conditions, node info, ``--images`` images).
+- ``names`` (kube-scheduler ``nodeCacheCapable: true``): the API-server test double runs in a third
+  process holding the N nodes and ``--init-pods`` bound pods; the extender is started with
+  ``--kubeconfig`` pointing at it, so its cache is filled by its informers (list, then watch), and
+  measuring starts once ``/readyz`` answers 200. Each request carries the pod and N node names.
+  ``--churn R`` creates R bound pods per second in the API server while measuring, so watch events
+  reach the extender's cache between and during requests.
+- ``nodes`` (``nodeCacheCapable: false``): the extender is started without any cluster
+  configuration, so it has no cache; each request carries N full ``v1.Node`` objects shaped as
+  kube-scheduler marshals them (kubelet labels, conditions, node info, ``--images`` images).
 
 The client keeps one connection alive, as Go's transport does, and sends bodies marshalled
 beforehand (kube-scheduler's own marshalling is not the extender's time). Each measured pod is a new
@@ -23,10 +30,15 @@ import argparse
 import gc
 import http.client
 import json
-import multiprocessing as mp
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 from harmonic.perf.templates import named, node_template, pod_template
@@ -55,31 +67,147 @@ def make_pod(name: str, node_name: str = "") -> dict[str, Any]:
     return api_pod(raw)
 
 
-def build_extender(mode: str, nodes: int, images: int, init_pods: int) -> Any:
-    from harmonic.extender.cache import ClusterCache
-    from harmonic.extender.engine import Extender
-    from harmonic.framework.config import load_config
-    from harmonic.plugins.registry import default_registry
+class ApiServer:
+    """The API-server test double in its own process, filled through its admin endpoint."""
 
-    registry = default_registry()
-    cache = None
-    if mode == "names":
-        cache = ClusterCache()
-        ns = make_nodes(nodes, images)
-        for n in ns:
-            cache.on_node(None, n)
-        for i in range(init_pods):
-            cache.on_pod(None, make_pod(f"init-{i}", ns[i % nodes]["metadata"]["name"]))
-        cache.mark_synced()
-    return Extender(load_config(None, registry), registry, cache=cache)
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harmonic.testing.apiserver", "--bookmark-interval", "5"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.url, self.token = self.proc.stdout.readline().split()
+
+    def admin(self, path: str, body: Any) -> Any:
+        req = urllib.request.Request(
+            f"{self.url}/_harmonic/{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            return json.loads(resp.read())
+
+    def populate(self, nodes: list[dict[str, Any]], init_pods: int) -> None:
+        for at in range(0, len(nodes), 500):
+            self.admin("objects", {"resource": "nodes", "items": nodes[at : at + 500]})
+        pods = [make_pod(f"init-{i}", nodes[i % len(nodes)]["metadata"]["name"]) for i in range(init_pods)]
+        for at in range(0, len(pods), 1000):
+            self.admin("objects", {"resource": "pods", "items": pods[at : at + 1000]})
+
+    def kubeconfig(self, directory: Path) -> Path:
+        path = directory / "kubeconfig"
+        user = {"token": self.token} if self.token else {}
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "double", "cluster": {"server": self.url}}],
+                    "users": [{"name": "bench", "user": user}],
+                    "contexts": [{"name": "double", "context": {"cluster": "double", "user": "bench"}}],
+                    "current-context": "double",
+                }
+            )
+        )
+        return path
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
 
 
-def serve(mode: str, nodes: int, images: int, init_pods: int, ready: Any) -> None:
-    from harmonic.extender.server import ExtenderApp, ExtenderServer
+class Churn:
+    """Bound pods created in the API server at ``rate`` per second while measuring (names mode), so
+    the extender's informer applies watch events between and during requests, as in a live cluster."""
 
-    server = ExtenderServer(ExtenderApp(build_extender(mode, nodes, images, init_pods)), port=0)
-    ready.put(server.port)
-    server.run()
+    def __init__(self, api: ApiServer, rate: float, node_names: list[str]) -> None:
+        self.api, self.rate, self.node_names = api, rate, node_names
+        self.created = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        if self.rate > 0:
+            self._thread.start()
+
+    def _run(self) -> None:
+        period = 0.1
+        t0 = time.perf_counter()
+        while not self._stop.wait(period):
+            due = int((time.perf_counter() - t0) * self.rate) - self.created
+            if due <= 0:
+                continue
+            batch = [
+                make_pod(f"churn-{i}", self.node_names[i % len(self.node_names)])
+                for i in range(self.created, self.created + due)
+            ]
+            self.api.admin("objects", {"resource": "pods", "items": batch})
+            self.created += due
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+
+class ExtenderProcess:
+    """``harmonic extender --port 0 [--kubeconfig K]``; its URL read from its JSON log."""
+
+    def __init__(self, kubeconfig: Path | None, home: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+        env["HOME"] = str(home)  # no ~/.kube/config: without --kubeconfig, no cluster at all
+        args = [sys.executable, "-m", "harmonic", "extender", "--port", "0"]
+        if kubeconfig is not None:
+            args += ["--kubeconfig", str(kubeconfig)]
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+        self.logs: list[dict[str, Any]] = []
+        self._url: str | None = None
+        self._have_url = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if not line.startswith("{"):
+                sys.stderr.write(line)
+                continue
+            rec = json.loads(line)
+            self.logs.append(rec)
+            if rec.get("msg") == "serving the extender verbs":
+                self._url = str(rec["url"])
+                self._have_url.set()
+        self._have_url.set()
+
+    def wait_ready(self, timeout: float = 600) -> tuple[str, int, float]:
+        """(host, port, seconds from start to /readyz 200)."""
+        if not self._have_url.wait(timeout) or self._url is None:
+            raise SystemExit(f"harmonic extender exited with {self.proc.poll()}")
+        base = self._url.removesuffix("/scheduler")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/readyz", timeout=10) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise SystemExit("harmonic extender did not become ready")
+            time.sleep(0.05)
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        return host, int(port), time.perf_counter() - self.started
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -109,14 +237,19 @@ def post(conn: http.client.HTTPConnection, verb: str, body: bytes) -> tuple[floa
     return elapsed, json.loads(data)
 
 
-def run(mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    ready = ctx.Queue()
-    proc = ctx.Process(target=serve, args=(mode, nodes, images, init_pods, ready), daemon=True)
-    proc.start()
+def run(
+    mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int, churn: float = 0
+) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp())
+    api = ApiServer() if mode == "names" else None
+    ext: ExtenderProcess | None = None
+    churner: Churn | None = None
     try:
-        port = ready.get(timeout=600)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        if api is not None:
+            api.populate(make_nodes(nodes, images), init_pods)
+        ext = ExtenderProcess(api.kubeconfig(tmp) if api is not None else None, tmp)
+        host, port, ready_s = ext.wait_ready()
+        conn = http.client.HTTPConnection(host, port, timeout=120)
         node_objs = make_nodes(nodes, images) if mode == "nodes" else None
         names = [f"node-{i:05d}" for i in range(nodes)]
         filt: list[float] = []
@@ -126,7 +259,11 @@ def run(mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: i
         # The client's own garbage (28 MiB responses parsed in nodes mode) is collected between
         # requests, never inside a timed round trip; the server process runs with default GC.
         gc.disable()
+        if api is not None:
+            churner = Churn(api, churn, names)
         for k in range(warmup + pods):
+            if k == warmup and churner is not None:
+                churner.start()
             gc.collect()
             p = make_pod(f"bench-{k}")
             if node_objs is not None:
@@ -154,14 +291,23 @@ def run(mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: i
         conn.close()
     finally:
         gc.enable()
-        proc.terminate()
-        proc.join(10)
+        if churner is not None:
+            churner.stop()
+        if ext is not None:
+            ext.stop()
+        if api is not None:
+            api.close()
+    synced = next((r for r in ext.logs if r["msg"] == "extender cache synced"), None)
     return {
         "mode": mode,
         "nodes": nodes,
         "pods": pods,
         "init_pods": init_pods if mode == "names" else 0,
         "images_per_node": images,
+        # Start of the process to /readyz 200 (names: the informers' initial lists are in the cache).
+        "ready_s": round(ready_s, 2),
+        "churn_pods_created": churner.created if churner is not None else 0,
+        "cache": {k: synced[k] for k in ("nodes", "pods")} if synced else None,
         **sizes,
         "filter": summary(filt),
         "prioritize": summary(prio),
@@ -173,8 +319,29 @@ def run_in_process(
     mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int
 ) -> dict[str, Any]:
     """The extender's own compute (decode, framework, encode), no HTTP: ``Extender.filter`` and
-    ``Extender.prioritize`` called directly with the same bodies."""
-    ext = build_extender(mode, nodes, images, init_pods)
+    ``Extender.prioritize`` called directly with the same bodies (names: the cache filled by a
+    ``LiveCluster``'s informers from the API-server double, as ``harmonic extender`` fills it)."""
+    from harmonic.cluster.transport import Transport, load_client
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
+    from harmonic.framework.config import load_config
+    from harmonic.plugins.registry import default_registry
+
+    registry = default_registry()
+    api = ApiServer() if mode == "names" else None
+    live = None
+    if api is not None:
+        api.populate(make_nodes(nodes, images), init_pods)
+        live = LiveCluster(Transport(load_client(str(api.kubeconfig(Path(tempfile.mkdtemp()))))))
+        live.start()
+        if not live.cache.wait_synced(600):
+            raise SystemExit("the informers did not sync")
+    ext = Extender(
+        load_config(None, registry),
+        registry,
+        cache=live.cache if live else None,
+        services=live.services if live else None,
+    )
     node_objs = make_nodes(nodes, images) if mode == "nodes" else None
     names = [f"node-{i:05d}" for i in range(nodes)]
     filt: list[float] = []
@@ -195,6 +362,10 @@ def run_in_process(
             filt.append(t1 - t)
             prio.append(t2 - t1)
             pair.append(t2 - t)
+    if live is not None:
+        live.stop()
+    if api is not None:
+        api.close()
     return {
         "mode": mode,
         "in_process": True,
@@ -215,6 +386,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--images", type=int, default=20, help="container images listed per node")
     ap.add_argument("--init-pods", type=int, default=1000, help="bound pods in the cache (names mode)")
     ap.add_argument("--in-process", action="store_true", help="time the verbs without HTTP")
+    ap.add_argument(
+        "--churn",
+        type=float,
+        default=0,
+        help="names mode: bound pods created per second in the API server while measuring",
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     modes = ("names", "nodes") if a.mode == "both" else (a.mode,)
@@ -223,8 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             r = run_in_process(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
             where = "in-process"
         else:
-            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
-            where = f"request {r['filter_request_bytes'] / 1024:,.0f} KiB"
+            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn)
+            where = f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s"
         print(
             f"{mode:5s} {r['nodes']} nodes, {r['pods']} pods, {where}: "
             + "  ".join(

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from harmonic import __version__
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
+
+if TYPE_CHECKING:
+    from harmonic.cluster.transport import Transport
+
+log = logging.getLogger(__name__)
 
 
 def _load(config: str | None) -> SchedulerConfiguration:
@@ -19,6 +25,61 @@ def _load(config: str | None) -> SchedulerConfiguration:
     if config is None:
         return load_config(None, default_registry(), source="<default profile>")
     return load_config_file(config, default_registry())
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _cluster_options(f: F) -> F:
+    """--kubeconfig and --context, shared by the commands that talk to a cluster."""
+    f = click.option("--context", default=None, help="kubeconfig context (default: its current-context).")(f)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
+        "service account, else $KUBECONFIG or ~/.kube/config.",
+    )(f)
+
+
+def _log_format_option(f: F) -> F:
+    return click.option(
+        "--log-format",
+        type=click.Choice(["json", "text"]),
+        default="json",
+        show_default=True,
+        help="Log line format.",
+    )(f)
+
+
+def _configure_server_logs(log_format: str) -> None:
+    from harmonic import logs
+
+    # A server logs what it does by default (info); -vv adds debug.
+    logs.configure(min(logging.getLogger().level, logging.INFO), log_format == "json")
+
+
+def _transport(
+    cfg: SchedulerConfiguration, kubeconfig: str | None, context: str | None, component: str, optional: bool
+) -> Transport | None:
+    """The API-server transport from --kubeconfig, clientConnection (kubeconfig, qps, burst), the
+    in-cluster service account or $KUBECONFIG/~/.kube/config; exits 1 naming the cause if the
+    configuration found cannot be loaded. ``optional``: None when there is no configuration at all."""
+    from harmonic.cluster.transport import ClientConfigError, Transport, cluster_config_found, load_client
+
+    path = kubeconfig or cfg.client_connection.kubeconfig or None
+    if path is None and optional and not cluster_config_found():
+        return None
+    try:
+        return Transport(
+            load_client(path, context),
+            qps=cfg.client_connection.qps,
+            burst=cfg.client_connection.burst,
+            user_agent=f"harmonic/{__version__} ({component})",
+        )
+    except ClientConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,45 +92,74 @@ def main(verbose: int) -> None:
 
 
 @main.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option(
-    "--workload", default="SchedulingBasic", show_default=True, help="scheduler_perf workload to run."
+    "--config",
+    "configs",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="KubeSchedulerConfiguration file (repeatable); each profile runs side by side. "
+    "Default: kube-scheduler's default profile and the bundled profiles.",
 )
 @click.option(
-    "--nodes", type=click.IntRange(min=1), default=None, help="Nodes (workload default if omitted)."
+    "--topology",
+    "topologies",
+    multiple=True,
+    help="Application topology (bundled name or JSON file) to add; without SCENARIO it runs on the "
+    "bundled cluster alone.",
 )
 @click.option(
-    "--init-pods", type=click.IntRange(min=0), default=None, help="Pods scheduled before measuring."
+    "--user-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="User actions per second for --topology.",
 )
-@click.option("--pods", type=click.IntRange(min=0), default=None, help="Measured pods.")
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object too.")
+@click.option("--out", "out_dir", default="harmonic-report", show_default=True, help="Report folder.")
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
 def simulate(
-    workload: str, nodes: int | None, init_pods: int | None, pods: int | None, as_json: bool
+    scenario: str | None,
+    configs: tuple[str, ...],
+    topologies: tuple[str, ...],
+    user_rate: float,
+    out_dir: str,
+    seed: int | None,
+    no_progress: bool,
+    as_json: bool,
 ) -> None:
-    """Run the embedded default scenario.
+    """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
-    Until the simulator lands, this runs the scheduler_perf SchedulingBasic workload (5,000 nodes,
-    1,000 initial pods, 10,000 measured pods) against the in-memory cluster and prints its figures.
+    Prints a side-by-side table and writes OUT/metrics.json and OUT/report.html.
     """
-    from harmonic.perf.cli import format_result
-    from harmonic.perf.runner import run_workload
-    from harmonic.perf.workloads import WORKLOADS
     from harmonic.plugins.registry import default_registry
+    from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.report import format_table
+    from harmonic.sim.run import prepare
+    from harmonic.sim.run import simulate as run_simulation
 
-    if workload not in WORKLOADS:
-        raise click.BadParameter(
-            f"unknown workload {workload!r}; one of {', '.join(sorted(WORKLOADS))}", param_hint="--workload"
-        )
-    factory, (dn, di, dp) = WORKLOADS[workload]
+    registry = default_registry()
+    try:
+        plan, runs = prepare(scenario, configs, registry, topologies, user_rate, seed)
+    except (ScenarioError, ConfigError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    names = ", ".join(r.name for r in runs)
     click.echo(
-        "harmonic simulate: running the scheduler_perf benchmark as the embedded default scenario", err=True
+        f"scenario {plan.name} ({plan.source}): {len(plan.nodes)} nodes, "
+        f"{len(plan.timeline)} actions; profiles: {names}",
+        err=True,
     )
-    result = run_workload(
-        factory(nodes or dn, di if init_pods is None else init_pods, dp if pods is None else pods),
-        default_registry(),
-    )
-    click.echo(format_result(result))
+    total = len(plan.timeline) * len(runs)
+    with click.progressbar(
+        length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
+    ) as bar:
+        outcome = run_simulation(plan, runs, registry, out_dir, lambda _name, n: bar.update(n))
+    click.echo(format_table(outcome.metrics))
+    click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json.dumps(outcome.metrics, indent=2))
 
 
 @main.command()
@@ -183,14 +273,7 @@ def graph(
     "the pods' spec.schedulerName values this scheduler takes; its leaderElection and clientConnection "
     "(kubeconfig, qps, burst) are honoured.",
 )
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
-    "service account, else $KUBECONFIG or ~/.kube/config.",
-)
-@click.option("--context", default=None, help="kubeconfig context (default: its current-context).")
+@_cluster_options
 @click.option(
     "--bind-address",
     default="0.0.0.0",
@@ -205,13 +288,7 @@ def graph(
     help="Their port (0: none).",
 )
 @click.option("--identity", default=None, help="Leader-election identity (default: hostname_uuid).")
-@click.option(
-    "--log-format",
-    type=click.Choice(["json", "text"]),
-    default="json",
-    show_default=True,
-    help="Log line format.",
-)
+@_log_format_option
 @click.option(
     "--sync-timeout",
     type=click.FloatRange(min=0),
@@ -230,21 +307,19 @@ def run(
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
-    Watches nodes, pods, PodDisruptionBudgets and namespaces; binds through pods/binding; writes
+    Watches nodes, pods, PodDisruptionBudgets, namespaces, and the selectors of Services,
+    ReplicationControllers, ReplicaSets and StatefulSets; binds through pods/binding; writes
     Scheduled / FailedScheduling events and the PodScheduled condition; takes the leaderElection lease
     before scheduling (several replicas: one schedules, the others stand by). Stops cleanly on SIGTERM
     (finishes in-flight bindings, releases the lease); exits 1 if the lease is lost.
     """
     import signal
 
-    from harmonic import logs
     from harmonic.cluster.health import HealthServer
     from harmonic.cluster.kube import LiveScheduler, tune_process
-    from harmonic.cluster.transport import ClientConfigError, Transport, load_client
     from harmonic.plugins.registry import default_registry
 
-    # A server logs what it does by default (info); -vv adds debug.
-    logs.configure(min(logging.getLogger().level, logging.INFO), log_format == "json")
+    _configure_server_logs(log_format)
     try:
         cfg = _load(config_path)
     except ConfigError as e:
@@ -258,17 +333,8 @@ def run(
             err=True,
         )
         sys.exit(1)
-    try:
-        api = load_client(kubeconfig or cfg.client_connection.kubeconfig or None, context)
-    except ClientConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    transport = Transport(
-        api,
-        qps=cfg.client_connection.qps,
-        burst=cfg.client_connection.burst,
-        user_agent=f"harmonic/{__version__} (scheduler)",
-    )
+    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
+    assert transport is not None
     tune_process()
     live = LiveScheduler(cfg, default_registry(), transport, identity=identity)
     server = None
@@ -367,6 +433,8 @@ def config_show(path: str | None) -> None:
     show_default=True,
     help="Larger request bodies are refused with 413.",
 )
+@_cluster_options
+@_log_format_option
 def extender(
     config_path: str | None,
     port: int,
@@ -378,15 +446,24 @@ def extender(
     token_file: str | None,
     profile: str | None,
     max_body_bytes: int,
+    kubeconfig: str | None,
+    context: str | None,
+    log_format: str,
 ) -> None:
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
-    Without cluster access the extender answers nodeCacheCapable: false requests only, from the nodes
-    in each request (and no pods); see the README section "Plug into kube-scheduler as an extender".
+    With cluster access (--kubeconfig, clientConnection.kubeconfig, the in-cluster service account,
+    $KUBECONFIG or ~/.kube/config) it watches nodes, pods, PodDisruptionBudgets, namespaces and the
+    workload objects default topology spreading reads (Services, ReplicationControllers, ReplicaSets,
+    StatefulSets), answers both nodeCacheCapable modes from that cache (/readyz is 503 until it has synced) and binds through
+    pods/binding. With none of them it answers nodeCacheCapable: false requests only, from the nodes in
+    each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
+    extender".
     """
     from pathlib import Path
 
     from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
     from harmonic.plugins.registry import default_registry
 
@@ -396,8 +473,21 @@ def extender(
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
     try:
         cfg = _load(config_path)
-        ext = Extender(cfg, default_registry(), profile=profile)
-    except (ConfigError, ValueError) as e:
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
+    live = LiveCluster(transport) if transport is not None else None
+    try:
+        ext = Extender(
+            cfg,
+            default_registry(),
+            profile=profile,
+            cache=live.cache if live else None,
+            client=live.client if live else None,
+            services=live.services if live else None,
+        )
+    except ValueError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     token = None
@@ -406,15 +496,37 @@ def extender(
         if not token:
             click.echo(f"error: {token_file}: the token file is empty", err=True)
             sys.exit(1)
+    _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
     try:
-        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls, log_level="info")
+        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls)
     except OSError as e:
         click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
         sys.exit(1)
-    click.echo(f"harmonic extender: serving {server.url}{'/' + prefix.strip('/')}", err=True)
-    server.run()
+    url = f"{server.url}{'/' + prefix.strip('/') if prefix.strip('/') else ''}"
+    if live is None:
+        log.warning(
+            "no cluster configuration (--kubeconfig, clientConnection.kubeconfig, in-cluster service "
+            "account, $KUBECONFIG or ~/.kube/config): no cluster cache. Answering nodeCacheCapable: false "
+            "requests only, from the nodes each request carries, with no pods on them; bind is refused",
+            extra={"url": url, "mode": "request-nodes"},
+        )
+    else:
+        log.info(
+            "cluster cache: watching nodes, pods, PodDisruptionBudgets, namespaces, services, "
+            "replicationcontrollers, replicasets and statefulsets; "
+            "/readyz answers 503 until they have synced",
+            extra={"url": url, "mode": "cluster-cache", "server": live.transport.host},
+        )
+        live.start()
+    log.info("serving the extender verbs", extra={"url": url})
+    try:
+        server.run()
+    finally:
+        if live is not None:
+            live.stop()
+        log.info("stopped", extra={"url": url})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 The case format is documented in ``shared/conformance/README.md``: a plugin name, its args, a pod,
 nodes and existing pods; ``kind`` is ``filter`` or ``score``. A case may also list ``objects``
 (Services, ReplicationControllers, ReplicaSets, StatefulSets), offered to the plugin as the
-``"workloads"`` handle service. ``evaluate`` returns, per node, the final
+``"workloads"`` handle service, ``namespaces`` (name -> labels), offered as the ``"namespaces"``
+service, and ``volumes``: storage objects by kind (``pvcs``, ``pvs``, ``storageClasses``, ``csiNodes``,
+``csiDrivers``, ``csiStorageCapacities``, ``volumeAttachments``; manifests without ``kind``), offered as
+the ``"volumes"`` service. ``evaluate`` returns, per node, the final
 score (after NormalizeScore, before weights) or the filter status ``{"code", "reasons"}``. It never
 reads the case's ``expected``.
 
@@ -50,6 +53,7 @@ from harmonic.framework.registry import Registry, args_model
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
+from harmonic.framework.volumes import VOLUMES_SERVICE, InMemoryVolumes
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.nominator import Nominator
 
@@ -144,11 +148,38 @@ def build(
         snap.add_pod(p, p.node_name)
     pod = parse_pod(case["pod"])
     services = dict(case.get("services") or {})
+    if case.get("namespaces") is not None:
+        # Namespace name -> labels, as upstream's namespace informer holds them (namespaceSelector).
+        services["namespaces"] = {str(k): dict(v or {}) for k, v in case["namespaces"].items()}
     if case.get("objects"):
         # Services, ReplicationControllers, ReplicaSets, StatefulSets of the case, as upstream's informers.
         services[SERVICE_NAME] = WorkloadIndex.from_objects(case["objects"])
+    if case.get("volumes"):
+        services[VOLUMES_SERVICE] = case_volumes(case["volumes"])
     plugin = cls(args, _Handle(snap, services))
     return plugin, pod, snap, names
+
+
+#: The ``volumes`` field of a case: list name -> manifest kind.
+VOLUME_LISTS = {
+    "pvcs": "PersistentVolumeClaim",
+    "pvs": "PersistentVolume",
+    "storageClasses": "StorageClass",
+    "csiNodes": "CSINode",
+    "csiDrivers": "CSIDriver",
+    "csiStorageCapacities": "CSIStorageCapacity",
+    "volumeAttachments": "VolumeAttachment",
+}
+
+
+def case_volumes(volumes: Mapping[str, Any]) -> InMemoryVolumes:
+    """The storage objects of a case as a ``"volumes"`` service."""
+    unknown = set(volumes) - set(VOLUME_LISTS)
+    if unknown:
+        raise ValueError(f"unknown volumes lists {sorted(unknown)} (known: {', '.join(VOLUME_LISTS)})")
+    return InMemoryVolumes(
+        {**raw, "kind": VOLUME_LISTS[name]} for name, objs in volumes.items() for raw in objs or ()
+    )
 
 
 def _status(code: Code, reasons: tuple[str, ...]) -> dict[str, Any]:

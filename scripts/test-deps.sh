@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# System packages the test suite runs for real: a Prometheus server (signals tests).
-# Installs only what is missing; needs root (or sudo) on Debian/Ubuntu.
+# System packages the test suite runs for real: a Prometheus server (telemetry tests) and headless
+# Chromium (the simulator report's browser test). Installs only what is missing; needs root (or sudo)
+# on Debian/Ubuntu.
 set -euo pipefail
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -86,8 +86,10 @@ class WorkloadIndex:
         selector = spec.get("selector")
         if kind == SERVICE:
             by_name = self._services.setdefault(ns, {})
-            by_name.pop(name, None)
-            if selector is not None:
+            # Replaced in one step: a reader on another thread sees the old selector or the new one.
+            if selector is None:
+                by_name.pop(name, None)
+            else:
                 by_name[name] = labels_of(obj, "spec.selector", selector)
         elif kind == REPLICATION_CONTROLLER:
             self._rcs[(ns, name)] = labels_of(obj, "spec.selector", selector)

@@ -17,6 +17,11 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
   resourceVersion) as updated;
 - handlers run after the store is updated; an exception in a handler is logged, never fatal.
 
+An informer may ``transform`` each object before it is stored or handed to handlers (client-go's
+``SetTransform``), to keep only the fields its users read: the store then holds the reduced objects.
+The transform must keep ``metadata.name``, ``namespace`` and ``resourceVersion``, which the store and
+the relist diff rely on, and must not raise (it runs outside the handlers' guard).
+
 This module knows nothing about scheduling: the live scheduler (``cluster/kube.py``) and the
 extender's node cache use it alike, e.g.::
 
@@ -32,9 +37,9 @@ extender's node cache use it alike, e.g.::
     for inf in (nodes, pods):
         inf.stop()
 
- ``PODS``, ``NODES``, ``NAMESPACES`` and ``PDBS`` describe the
-resources they watch; ``ACTIVE_PODS`` is kube-scheduler's field selector that leaves out terminal
-pods.
+``PODS``, ``NODES``, ``NAMESPACES``, ``PDBS``, ``SERVICES``, ``REPLICATION_CONTROLLERS``,
+``REPLICA_SETS`` and ``STATEFUL_SETS`` describe the resources they watch; ``ACTIVE_PODS`` is
+kube-scheduler's field selector that leaves out terminal pods.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 Handler = Callable[[Obj | None, Obj | None], None]
+Transform = Callable[[Obj], Obj]
 
 #: kube-scheduler's pod informer leaves out pods that finished (pkg/scheduler/scheduler.go).
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -73,6 +79,10 @@ PODS = Resource("v1", "pods", "Pod")
 NODES = Resource("v1", "nodes", "Node")
 NAMESPACES = Resource("v1", "namespaces", "Namespace")
 PDBS = Resource("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget")
+SERVICES = Resource("v1", "services", "Service")
+REPLICATION_CONTROLLERS = Resource("v1", "replicationcontrollers", "ReplicationController")
+REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
+STATEFUL_SETS = Resource("apps/v1", "statefulsets", "StatefulSet")
 
 
 def object_key(obj: Obj) -> str:
@@ -120,6 +130,7 @@ class Informer:
         watch_timeout: tuple[float, float] = (300.0, 600.0),
         backoff: Backoff | None = None,
         name: str | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self.transport = transport
         self.resource = resource
@@ -129,6 +140,7 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff()
         self.name = name or resource.plural
+        self.transform = transform
         self.handlers: list[Handler] = []
         self.synced = threading.Event()
         self.resource_version = ""
@@ -228,7 +240,7 @@ class Informer:
                 list_rv = str(meta.get("resourceVersion") or "")
             for item in page["items"]:
                 if isinstance(item, dict):
-                    items[object_key(item)] = item
+                    items[object_key(item)] = item if self.transform is None else self.transform(item)
             cont = str(meta.get("continue") or "")
             if not cont:
                 break
@@ -308,6 +320,8 @@ class Informer:
                 if rv:
                     self.resource_version = rv
                 continue
+            if self.transform is not None:
+                obj = self.transform(obj)
             key = object_key(obj)
             with self._lock:
                 prev = self._store.get(key)

@@ -2,11 +2,10 @@
 
 ``KubeClient`` is the ``SchedulerClient`` the scheduler and its plugins call:
 
-- ``bind``: POST ``pods/<name>/binding`` (with the pod's uid as precondition), from the binder's
-  threads. A bind is refused locally when this replica may not act as leader (fencing, see
-  ``leader.py``) or the node is gone from the informer (binding to a deleted node would succeed in the
-  API and orphan the pod). 409/404/5xx come back as an Error status: the scheduler forgets the assumed
-  pod and retries it with backoff, or drops it when it was deleted or bound elsewhere meanwhile.
+- ``bind``: ``binding.PodBinder`` (POST ``pods/<name>/binding``), from the binder's threads, only
+  while this replica may act as leader (fencing, see ``leader.py``). A refusal (not leader, node gone
+  from the informer, 409/404/5xx) is an Error status: the scheduler forgets the assumed pod and
+  retries it with backoff, or drops it when it was deleted or bound elsewhere meanwhile.
 - ``evict``: POST ``pods/<name>/eviction`` (policy/v1); 429 (a PodDisruptionBudget forbids it) is a
   failure the caller sees; the victim gets a ``Preempted`` event.
 - ``report_scheduled`` / ``report_failure``: Events as kube-scheduler writes them, and for failures the
@@ -16,8 +15,10 @@
   the scheduling thread never waits on the network.
 
 ``LiveScheduler`` wires it all: informers for nodes, pods (non-terminal, all schedulers: assigned pods
-fill the cache, pending pods of our profiles fill the queue), PodDisruptionBudgets and namespaces
-(services ``"pdbs"`` and ``"namespaces"``); the ``Scheduler`` with a thread-pool binder; leader election
+fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
+``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
+namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
+``Scheduler`` with a thread-pool binder; leader election
 from the configuration's ``leaderElection``; metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or
 until leadership is lost, and returns the process exit code (1 when the lease was lost, as
 kube-scheduler exits then).
@@ -36,18 +37,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harmonic.api.pod import Pod
+from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
-from harmonic.cluster.informer import (
-    ACTIVE_PODS,
-    NAMESPACES,
-    NODES,
-    PDBS,
-    PODS,
-    Backoff,
-    Informer,
-)
+from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
 from harmonic.cluster.leader import LeaderElector, default_identity
-from harmonic.cluster.services import NAMESPACES_SERVICE, PDBS_SERVICE, DisruptionBudgets, NamespaceLabels
+from harmonic.cluster.services import LiveServices
 from harmonic.cluster.transport import (
     STRATEGIC_MERGE_PATCH,
     ApiStatusError,
@@ -139,7 +133,7 @@ class KubeClient:
     ) -> None:
         self.transport = transport
         self.pods = pods
-        self.nodes = nodes
+        self.binder = PodBinder(transport, nodes)
         self.events = events
         self.status = status
         self.fence = fence
@@ -149,20 +143,7 @@ class KubeClient:
         remaining = self.fence()
         if remaining is None:
             return Status(Code.ERROR, f"binding {pod.key} refused: {NOT_LEADER}")
-        if self.nodes.get(node_name) is None:
-            return Status(Code.ERROR, f'node "{node_name}" not found')
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
-        path = object_path("v1", "pods", pod.namespace, pod.name) + "/binding"
-        try:
-            self.transport.request("POST", path, body=body, timeout=min(self.transport.timeout, remaining))
-        except (ApiStatusError, TransportError) as e:
-            return Status(Code.ERROR, str(e))
-        return None
+        return self.binder.bind(pod, node_name, timeout=min(self.transport.timeout, remaining))
 
     def evict(self, pod: Pod, reason: str) -> Status | None:
         remaining = self.fence()
@@ -258,11 +239,11 @@ class LiveScheduler:
         self.transport = transport
         self.identity = identity or default_identity()
         self.metrics = metrics or SchedulerMetrics()
+        plugin_services = LiveServices(transport, informer_backoff)
         self.informers: dict[str, Informer] = {
             "nodes": Informer(transport, NODES, backoff=informer_backoff()),
             "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
-            "pdbs": Informer(transport, PDBS, backoff=informer_backoff()),
-            "namespaces": Informer(transport, NAMESPACES, backoff=informer_backoff()),
+            **plugin_services.informers,
         }
         # kube-scheduler writes events through a client of its own (its own rate limit).
         self.events = EventRecorder(
@@ -290,10 +271,7 @@ class LiveScheduler:
             self.client,
             seed=seed,
             binder=ThreadBinder(bind_workers),
-            services={
-                PDBS_SERVICE: DisruptionBudgets(self.informers["pdbs"]),
-                NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
-            },
+            services=plugin_services.services,
             observer=self.metrics,
             recorder=self.metrics,
         )

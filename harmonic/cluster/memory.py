@@ -21,7 +21,9 @@ from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.cluster.defaults import default_node, default_pod
+from harmonic.cluster.storage import InMemoryStorage
 from harmonic.framework.status import Code, Status
+from harmonic.framework.volumes import VOLUMES_SERVICE
 from harmonic.scheduler.client import truncate_event_message
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,8 @@ class InMemoryCluster:
         self.pdbs: dict[str, tuple[Obj, PodDisruptionBudget]] = {}
         #: Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
         self.workloads = WorkloadIndex()
+        #: PVCs, PVs, StorageClasses and CSI objects: the ``"volumes"`` service (``cluster/storage.py``).
+        self.storage = InMemoryStorage()
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -77,6 +81,7 @@ class InMemoryCluster:
     def connect(self, scheduler: Any) -> None:
         """Wire a ``Scheduler`` to this cluster: it receives events, and binds through this adapter."""
         self.subscribe(scheduler.on_node, scheduler.on_pod)
+        self.storage.subscribe(scheduler.on_cluster_event)
 
     def _emit_node(self, old: Obj | None, new: Obj | None) -> None:
         for fn in self._node_listeners:
@@ -163,7 +168,14 @@ class InMemoryCluster:
 
     def scheduler_services(self) -> dict[str, Any]:
         """The handle services this cluster offers a scheduler's plugins."""
-        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs}
+        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs, VOLUMES_SERVICE: self.storage}
+
+    # ------------------------------------------------------------------ VolumeBindingClient
+    def update_persistent_volume(self, raw: Obj) -> Obj | Status:
+        return self.storage.update_persistent_volume(raw)
+
+    def update_persistent_volume_claim(self, raw: Obj) -> Obj | Status:
+        return self.storage.update_persistent_volume_claim(raw)
 
     # ------------------------------------------------------------------ SchedulerClient
     def bind(self, pod: Pod, node_name: str) -> Status | None:

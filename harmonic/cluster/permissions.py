@@ -31,6 +31,18 @@ class Permission:
     names: tuple[str, ...] = ()
 
 
+#: The "workloads" service's informers (cluster.services.LiveServices), in both modes.
+_WORKLOAD_SELECTORS = (
+    Permission(
+        "",
+        ("services", "replicationcontrollers"),
+        READ,
+        "default topology spreading selects a pod's siblings through its owners and services",
+    ),
+    Permission("apps", ("replicasets", "statefulsets"), READ, "default topology spreading (owners)"),
+)
+
+
 def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
     """``harmonic run``: informers, binding, status, events, eviction, leader election."""
     return (
@@ -41,13 +53,7 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         Permission("", ("pods/eviction",), ("create",), "preemption evicts victims through the Eviction API"),
         Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
         Permission("policy", ("poddisruptionbudgets",), READ, "preemption counts PDB violations"),
-        Permission(
-            "",
-            ("services", "replicationcontrollers"),
-            READ,
-            "default topology spreading selects a pod's siblings through its owners and services",
-        ),
-        Permission("apps", ("replicasets", "statefulsets"), READ, "default topology spreading (owners)"),
+        *_WORKLOAD_SELECTORS,
         Permission("", ("events",), ("create", "patch", "update"), "Scheduled / FailedScheduling events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
         Permission(
@@ -69,11 +75,15 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
 
 
 def extender_permissions() -> tuple[Permission, ...]:
-    """``harmonic extender``: its node cache and the bind verb; kube-scheduler does the rest."""
+    """``harmonic extender``: its cluster cache, the plugins' services and the bind verb; kube-scheduler
+    does the rest (events, conditions, evictions)."""
     return (
         Permission("", ("nodes",), READ, "node cache (nodeCacheCapable: true)"),
         Permission("", ("pods",), READ, "pods on nodes: requested resources, ports, affinity, spreading"),
         Permission("", ("pods/binding",), ("create",), "the bind verb"),
+        Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
+        Permission("policy", ("poddisruptionbudgets",), READ, "the pdbs service plugins read"),
+        *_WORKLOAD_SELECTORS,
     )
 
 

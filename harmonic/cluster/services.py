@@ -6,21 +6,41 @@
   ``harmonic.api.pdb.PodDisruptionBudget`` (the contract DefaultPreemption reads, see
   ``framework.preemption.pdbs_from_service``), and ``list()`` the policy/v1 manifests, as upstream's
   PDB lister does for preemption.
+- ``"workloads"``: a ``harmonic.api.workloads.WorkloadIndex``, the selectors of Services,
+  ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints).
 
-Both read an informer's store, so they are always current and safe to use from any thread. Other
-adapters (in-memory cluster, simulator) offer the same names with the same interfaces via
-``static_services``.
+The first two read an informer's store, the third is fed by informers' handlers, so all are current
+and safe to use from any thread. ``LiveServices`` builds those informers and services for both live
+adapters (``harmonic run`` and the extender's cluster cache). Other adapters (in-memory cluster,
+simulator) offer the same names with the same interfaces via ``static_services`` and
+``InMemoryCluster.scheduler_services``.
 """
 
 from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from harmonic.api.errors import ObjectError
 from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
+from harmonic.api.workloads import SERVICE_NAME as WORKLOADS_SERVICE
+from harmonic.api.workloads import WorkloadIndex
+from harmonic.cluster.informer import (
+    NAMESPACES,
+    PDBS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    Backoff,
+    Handler,
+    Informer,
+    Resource,
+    Transform,
+)
+from harmonic.cluster.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -113,3 +133,82 @@ def static_services(namespaces: Iterable[Obj] = (), pdbs: Iterable[Obj] = ()) ->
         NAMESPACES_SERVICE: NamespaceLabels(_ListStore(namespaces)),
         PDBS_SERVICE: DisruptionBudgets(_ListStore(pdbs)),
     }
+
+
+#: The resources whose selectors make up the ``"workloads"`` service.
+WORKLOAD_RESOURCES = (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
+
+
+def selector_view(kind: str) -> Transform:
+    """An informer transform keeping what ``WorkloadIndex`` reads of a ``kind`` object: its name,
+    namespace, resourceVersion and ``spec.selector`` (a Service's ports, a ReplicaSet's pod template and
+    status are dropped as they arrive). Never raises: malformed fields are left for the index to report."""
+
+    def view(obj: Obj) -> Obj:
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        out: dict[str, Any] = {
+            "kind": kind,  # list items come without it
+            "metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta},
+        }
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping):
+            if spec.get("selector") is not None:
+                out["spec"] = {"selector": spec["selector"]}
+        elif spec is not None:
+            out["spec"] = spec  # malformed: kept for the index to refuse
+        return out
+
+    return view
+
+
+def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
+    """An informer handler keeping ``index`` current with the ``kind`` objects the informer reports.
+    An object the index refuses (a malformed selector) is logged and indexed as absent, so a stale
+    selector does not outlive it."""
+
+    def on_change(old: Obj | None, new: Obj | None) -> None:
+        obj = new if new is not None else old
+        assert obj is not None
+        meta = obj.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        if new is None:
+            index.delete(kind, ns, name)
+            return
+        try:
+            index.apply(new)
+        except ObjectError as e:
+            log.warning("ignoring %s: %s", kind, e)
+            index.delete(kind, ns, name)
+
+    return on_change
+
+
+class LiveServices:
+    """The plugin services of a live adapter and the informers behind them: PodDisruptionBudgets and
+    namespaces (stores read as they are), Services, ReplicationControllers, ReplicaSets and
+    StatefulSets (reduced to their selectors, see ``selector_view``, and indexed).
+
+    ``informers`` are keyed by resource name (``pdbs``, ``namespaces``, ``services``, ...); the adapter
+    starts and stops them with its own and counts them in its readiness. ``backoff`` makes each
+    informer's reconnect backoff.
+    """
+
+    def __init__(self, transport: Transport, backoff: Callable[[], Backoff] = Backoff) -> None:
+        self.informers: dict[str, Informer] = {
+            "pdbs": Informer(transport, PDBS, backoff=backoff()),
+            "namespaces": Informer(transport, NAMESPACES, backoff=backoff()),
+        }
+        self.workloads = WorkloadIndex()
+        for resource in WORKLOAD_RESOURCES:
+            self.informers[resource.plural] = self._workload_informer(transport, resource, backoff())
+        self.services: dict[str, Any] = {
+            PDBS_SERVICE: DisruptionBudgets(self.informers["pdbs"]),
+            NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
+            WORKLOADS_SERVICE: self.workloads,
+        }
+
+    def _workload_informer(self, transport: Transport, resource: Resource, backoff: Backoff) -> Informer:
+        inf = Informer(transport, resource, backoff=backoff, transform=selector_view(resource.kind))
+        inf.add_handler(workload_feed(self.workloads, resource.kind))
+        return inf

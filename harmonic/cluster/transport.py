@@ -26,6 +26,7 @@ import contextlib
 import http.client
 import json
 import logging
+import os
 import socket
 import ssl
 import threading
@@ -36,6 +37,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
+from kubernetes.config import incluster_config
 from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
@@ -133,6 +135,20 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> kc
         where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
         raise ClientConfigError(f"cannot load cluster configuration from {where}: {e}") from None
     return kclient.ApiClient(configuration=cfg)
+
+
+def cluster_config_found() -> bool:
+    """Whether ``load_client(None)`` has anything to load: the in-cluster service account (its
+    environment variable and mounted token) or a kubeconfig file ($KUBECONFIG's paths, else
+    ~/.kube/config). Lets a component that can also work without a cluster tell "no cluster
+    configured" from "configured but broken" (which ``load_client`` reports)."""
+    if os.environ.get(incluster_config.SERVICE_HOST_ENV_NAME) and os.path.exists(
+        incluster_config.SERVICE_TOKEN_FILENAME
+    ):
+        return True
+    paths = os.environ.get("KUBECONFIG", "")
+    candidates = [p for p in paths.split(os.pathsep) if p] if paths else ["~/.kube/config"]
+    return any(os.path.isfile(os.path.expanduser(p)) for p in candidates)
 
 
 def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import signal
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -208,6 +210,13 @@ class TLSSettings:
     client_ca_file: str | None = None
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _ignore_signal(signum: int, frame: FrameType | None) -> None:
+    return None
+
+
 class ExtenderServer:
     """uvicorn serving an ``ExtenderApp`` on ``bind:port`` (0 picks a free port)."""
 
@@ -236,6 +245,8 @@ class ExtenderServer:
             lifespan="off",
             access_log=False,
             log_level=log_level,
+            # uvicorn's few lines go through the process's own logging setup (JSON for the CLI).
+            log_config=None,
             # kube-scheduler keeps connections to extenders alive (Go's 90 s idle timeout).
             timeout_keep_alive=90,
             ssl_certfile=tls.cert_file if tls else None,
@@ -253,8 +264,19 @@ class ExtenderServer:
         return f"{scheme}://{host}:{self.port}"
 
     def run(self) -> None:
-        """Serve until SIGINT/SIGTERM (uvicorn's handlers), then finish in-flight requests."""
-        self._server.run(sockets=[self._sock])
+        """Serve until SIGINT/SIGTERM (uvicorn's handlers), finish in-flight requests, and return.
+
+        After its graceful shutdown uvicorn raises the signal again for the handler that was installed
+        before; on the main thread that is a no-op one during ``run``, so the caller gets to clean up
+        (stop informers, log) and exit 0 instead of the process dying of the re-raised signal.
+        """
+        main = threading.current_thread() is threading.main_thread()
+        previous = {sig: signal.signal(sig, _ignore_signal) for sig in _STOP_SIGNALS} if main else {}
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def start(self) -> None:
         """Serve on a background thread (tests, benchmarks); returns once accepting connections."""

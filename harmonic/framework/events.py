@@ -23,6 +23,10 @@ class Resource(StrEnum):
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
     NAMESPACE = "Namespace"
     #: Harmonic's own signals (affinity graph, dissonance model) changed.

@@ -11,15 +11,20 @@ from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.dissonance import Dissonance
 from harmonic.plugins.imagelocality import ImageLocality
+from harmonic.plugins.interpodaffinity import InterPodAffinity
 from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
+from harmonic.plugins.nodevolumelimits import NodeVolumeLimits
 from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
+from harmonic.plugins.volumebinding import VolumeBinding
+from harmonic.plugins.volumerestrictions import VolumeRestrictions
+from harmonic.plugins.volumezone import VolumeZone
 
 IN_TREE = (
     CommunicationAffinity,
@@ -27,16 +32,21 @@ IN_TREE = (
     Dissonance,
     DefaultPreemption,
     ImageLocality,
+    InterPodAffinity,
     NodeAffinity,
     NodeName,
     NodePorts,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeUnschedulable,
+    NodeVolumeLimits,
     PodTopologySpread,
     PrioritySort,
     SchedulingGates,
     TaintToleration,
+    VolumeBinding,
+    VolumeRestrictions,
+    VolumeZone,
 )
 
 

@@ -37,6 +37,7 @@ from harmonic.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_DELETE,
+    ClusterEvent,
     node_update_events,
     pod_update_events,
 )
@@ -259,6 +260,15 @@ class Scheduler:
     def on_pod(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A pod was added (old None), updated, or deleted (new None). Thread-safe."""
         self.post(lambda: self._handle_pod(old, new))
+
+    def on_cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        """Any other object changed (storage objects, say): retry the pods the event may help.
+        ``old``/``new`` are the compiled views the plugins' queueing hints read. Thread-safe."""
+
+        def apply() -> None:
+            self.queue.move_on_event(event, old, new)
+
+        self.post(apply)
 
     # ------------------------------------------------------------------ nodes
     def _handle_node(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any] | None) -> None:

@@ -185,3 +185,76 @@ def test_auth_and_faults(api: ApiServerDouble, make_transport, tmp_path):
     assert len(good.request("GET", "/api/v1/nodes")["items"]) == 1
     # refused (401, retried once with a fresh token), faulted and served calls all count
     assert api.stats().requests["list nodes"] == 4
+
+
+#: The workload objects default topology spreading reads: (collection path, kind, a manifest's spec).
+WORKLOADS = [
+    ("/api/v1/namespaces/shop/services", "Service", {"selector": {"app": "web"}}),
+    ("/api/v1/namespaces/shop/replicationcontrollers", "ReplicationController", {"selector": {"app": "web"}}),
+    (
+        "/apis/apps/v1/namespaces/shop/replicasets",
+        "ReplicaSet",
+        {"selector": {"matchLabels": {"app": "web"}}},
+    ),
+    (
+        "/apis/apps/v1/namespaces/shop/statefulsets",
+        "StatefulSet",
+        {"selector": {"matchLabels": {"app": "db"}}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "kind", "spec"), WORKLOADS, ids=[w[1] for w in WORKLOADS])
+def test_workload_objects_list_and_watch_like_pods(
+    api: ApiServerDouble, transport: Transport, path: str, kind: str, spec: dict[str, object]
+):
+    all_namespaces = path.replace("/namespaces/shop", "")
+    before = transport.request("GET", all_namespaces)
+    assert before["kind"] == f"{kind}List" and before["items"] == []
+    for name in ("b", "a"):
+        created = transport.request("POST", path, body={"metadata": {"name": name}, "spec": spec})
+        assert created["kind"] == kind and created["metadata"]["namespace"] == "shop"
+    page = transport.request("GET", all_namespaces, query={"limit": 1})
+    assert [o["metadata"]["name"] for o in page["items"]] == ["a"] and page["metadata"]["continue"]
+    assert "kind" not in page["items"][0]
+    assert int(page["metadata"]["resourceVersion"]) == api.resource_version
+    rv = page["metadata"]["resourceVersion"]
+
+    # An update and a delete after the list come back on a watch from its resourceVersion, then a
+    # BOOKMARK at the current resourceVersion.
+    a = transport.request("GET", f"{path}/a")
+    changed = {**a, "spec": {**spec, "selector": {"app": "changed"}}}
+    transport.request("PUT", f"{path}/a", body=changed)
+    transport.request("DELETE", f"{path}/b")
+    evs = list(
+        transport.stream(
+            all_namespaces,
+            {"resourceVersion": rv, "timeoutSeconds": 1, "allowWatchBookmarks": "true"},
+            read_timeout=5,
+        )
+    )
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in evs[:2]] == [
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
+    ]
+    assert evs[0]["object"]["spec"]["selector"] == {"app": "changed"}
+    assert evs[-1]["type"] == "BOOKMARK"
+    assert evs[-1]["object"]["kind"] == kind
+    assert evs[-1]["object"]["metadata"]["resourceVersion"] == str(api.resource_version)
+
+    # Once the history is compacted, resuming from that resourceVersion is 410 Expired.
+    api.expire_history()
+    (gone,) = list(
+        transport.stream(all_namespaces, {"resourceVersion": rv, "timeoutSeconds": 1}, read_timeout=5)
+    )
+    assert gone["type"] == "ERROR" and gone["object"]["code"] == 410
+
+
+def test_apps_group_is_discoverable(transport: Transport):
+    groups = {g["name"] for g in transport.request("GET", "/apis")["groups"]}
+    apps = transport.request("GET", "/apis/apps/v1")["resources"]
+    assert "apps" in groups
+    assert {(r["name"], r["kind"], r["namespaced"]) for r in apps} == {
+        ("replicasets", "ReplicaSet", True),
+        ("statefulsets", "StatefulSet", True),
+    }

@@ -70,9 +70,12 @@ def running(
     settings: ServerSettings | None = None,
     tls: TLSSettings | None = None,
     registry: Any = None,
+    services: dict[str, Any] | None = None,
 ) -> Iterator[ExtenderServer]:
     reg = registry or default_registry()
-    ext = Extender(load_config(config, reg, source="<test>"), reg, cache=cache, client=client)
+    ext = Extender(
+        load_config(config, reg, source="<test>"), reg, cache=cache, client=client, services=services
+    )
     server = ExtenderServer(ExtenderApp(ext, settings), port=0, tls=tls)
     server.start()
     try:

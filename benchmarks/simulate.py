@@ -1,0 +1,202 @@
+"""Simulator throughput: generate a large scenario and time `harmonic simulate` on it.
+
+    python benchmarks/simulate.py                       # 1,000 nodes, 20,000 pods, default profile
+    python benchmarks/simulate.py --nodes 1000 --pods 20000 --bundled-profiles --out /tmp/bench-report
+
+The scenario: nodes in three zones (16 CPU, 64Gi), Online Boutique with 10 replicas per service, long-
+running Deployments, a DaemonSet, Poisson-arriving Jobs (10 pods each, 5 at a time) and bare pods
+with durations, plus node added / drained / failed, a scale-up and a pod deletion. Prints the number
+of pods created, wall seconds per profile and in total, and decisions per second; with --json the
+last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harmonic.plugins.registry import default_registry
+from harmonic.sim.plan import build_plan
+from harmonic.sim.profiles import profile_runs
+from harmonic.sim.report import write_report
+from harmonic.sim.run import simulate
+from harmonic.sim.scenario import parse_scenario
+
+DEPLOYMENT_REPLICAS = 100
+JOB_PODS = 10
+BOUTIQUE_REPLICAS = 10
+
+
+def _pod_spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ]
+    }
+    if restart:
+        spec["restartPolicy"] = restart
+    return spec
+
+
+def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
+    """A scenario with ``nodes`` nodes whose workloads create about ``pods`` pods."""
+    boutique = 12 * BOUTIQUE_REPLICAS
+    daemon = nodes + 10  # one per node, including the nodes added later
+    budget = max(pods - boutique - daemon, 0)
+    deployments = max(budget // 5 // DEPLOYMENT_REPLICAS, 1)
+    budget -= deployments * DEPLOYMENT_REPLICAS
+    jobs = budget * 2 // 3 // JOB_PODS
+    bare = budget - jobs * JOB_PODS
+    end = hours * 3600
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"svc-{i}"},
+            "spec": {
+                "replicas": DEPLOYMENT_REPLICAS,
+                "selector": {"matchLabels": {"app": f"svc-{i}"}},
+                "template": {"metadata": {"labels": {"app": f"svc-{i}"}}, "spec": _pod_spec("500m", "1Gi")},
+            },
+        }
+        for i in range(deployments)
+    ]
+    objects.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {"metadata": {"labels": {"app": "agent"}}, "spec": _pod_spec("100m", "128Mi")},
+            },
+        }
+    )
+    return {
+        "apiVersion": "harmonic.dev/v1alpha1",
+        "kind": "Scenario",
+        "name": f"benchmark-{nodes}-nodes-{pods}-pods",
+        "seed": 1,
+        "duration": end,
+        "sampleInterval": 60,
+        "cluster": {
+            "nodePools": [
+                {
+                    "name": "node",
+                    "count": nodes,
+                    "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                    "zones": ["zone-a", "zone-b", "zone-c"],
+                    "region": "region-1",
+                }
+            ]
+        },
+        "workloads": [
+            {
+                "type": "topology",
+                "topology": "online-boutique",
+                "userRate": 100,
+                "replicas": BOUTIQUE_REPLICAS,
+            },
+            {"type": "manifests", "objects": objects},
+            {
+                "type": "arrivals",
+                "name": "job",
+                "rate": jobs / (end * 0.9),
+                "count": jobs,
+                "duration": {"distribution": "exponential", "mean": 600},
+                "template": {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "spec": {
+                        "parallelism": JOB_PODS // 2,
+                        "completions": JOB_PODS,
+                        "template": {"spec": _pod_spec("1", "2Gi", "Never")},
+                    },
+                },
+            },
+            {
+                "type": "arrivals",
+                "name": "task",
+                "rate": bare / (end * 0.9),
+                "count": bare,
+                "duration": {"distribution": "uniform", "min": 60, "max": 1800},
+                "template": {"apiVersion": "v1", "kind": "Pod", "spec": _pod_spec("250m", "512Mi", "Never")},
+            },
+        ],
+        "events": [
+            {"type": "nodeAdded", "at": end * 0.2, "pool": "node", "count": 10},
+            {
+                "type": "deploymentScaled",
+                "at": end * 0.3,
+                "name": "svc-0",
+                "replicas": 2 * DEPLOYMENT_REPLICAS,
+            },
+            {"type": "nodeDrained", "at": end * 0.4, "node": "node-1", "force": True},
+            {"type": "nodeFailed", "at": end * 0.5, "node": "node-2"},
+            {
+                "type": "podsDeleted",
+                "at": end * 0.6,
+                "selector": {"matchLabels": {"app": "svc-1"}},
+                "count": 10,
+            },
+        ],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--pods", type=int, default=20000)
+    ap.add_argument("--hours", type=float, default=1.0, help="virtual hours")
+    ap.add_argument("--bundled-profiles", action="store_true", help="run every bundled profile too")
+    ap.add_argument("--out", help="write the report here")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    registry = default_registry()
+    t0 = time.perf_counter()
+    sc = parse_scenario(scenario(args.nodes, args.pods, args.hours), "<benchmark>")
+    plan = build_plan(sc, "<benchmark>", Path("."))
+    runs = profile_runs([], registry)
+    if not args.bundled_profiles:
+        runs = runs[:1]
+    t_plan = time.perf_counter() - t0
+    outcome = simulate(plan, runs, registry)
+    if args.out:
+        write_report(args.out, plan, outcome.worlds)
+    total = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "nodes": args.nodes,
+        "plan_seconds": round(t_plan, 2),
+        "total_seconds": round(total, 2),
+    }
+    print(
+        f"{sc.name}: {len(plan.nodes)} initial nodes, {len(plan.timeline)} timeline actions (planned in {t_plan:.2f} s)"
+    )
+    for name, m in outcome.metrics["profiles"].items():
+        print(
+            f"  {name}: {m['pods_created']:,} pods created, {m['pods_scheduled']:,} scheduled, "
+            f"{m['pods_pending']} pending at end; {m['wall_seconds']:.1f} s wall, "
+            f"{m['decisions_per_second']:,.0f} decisions/s"
+        )
+        result[name] = {
+            k: m[k]
+            for k in (
+                "pods_created",
+                "pods_scheduled",
+                "pods_pending",
+                "wall_seconds",
+                "decisions_per_second",
+            )
+        }
+    print(f"total wall time: {total:.1f} s")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

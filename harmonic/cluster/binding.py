@@ -1,0 +1,58 @@
+"""Binding a pod to a node through the API server: POST ``pods/<name>/binding``.
+
+``PodBinder`` is the one place a Binding is written. Its users add their own policy around it:
+
+- ``KubeClient`` (``harmonic run``) binds only while this replica holds the leader lease, and passes
+  the time left on the lease as the request's timeout (``leader.py``'s fencing);
+- the extender's bind verb binds without leader election: every extender replica serves
+  kube-scheduler, and the API server itself refuses a second binding of a pod (409), which is the
+  answer kube-scheduler then gets in the response's ``Error``.
+
+A bind is refused locally when ``nodes`` (an informer's store) does not hold the node: binding to a
+deleted node succeeds in the API server (it does not check the node) and orphans the pod. The pod's
+uid goes in the Binding's metadata, a precondition the API server checks, so a pod deleted and
+re-created under the same name is not bound by mistake (when the uid is known). 409 (already bound, uid mismatch), 404 (pod
+gone), 5xx and transport failures come back as an Error status naming the cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from harmonic.api.pod import Pod
+from harmonic.cluster.transport import ApiStatusError, Transport, TransportError, object_path
+from harmonic.framework.status import Code, Status
+
+
+class NodeStore(Protocol):
+    """Nodes by name (an ``Informer`` of nodes)."""
+
+    def get(self, key: str) -> Mapping[str, Any] | None: ...
+
+
+class PodBinder:
+    def __init__(self, transport: Transport, nodes: NodeStore) -> None:
+        self.transport = transport
+        self.nodes = nodes
+
+    def bind(self, pod: Pod, node_name: str, timeout: float | None = None) -> Status | None:
+        """Bind ``pod`` to ``node_name``; None on success, else an Error status."""
+        if self.nodes.get(node_name) is None:
+            return Status(Code.ERROR, f'node "{node_name}" not found')
+        meta = {"name": pod.name, "namespace": pod.namespace}
+        uid = (pod.raw.get("metadata") or {}).get("uid")
+        if uid:  # a pod known by name only (no uid) is bound without the precondition
+            meta["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        path = object_path("v1", "pods", pod.namespace, pod.name) + "/binding"
+        try:
+            self.transport.request("POST", path, body=body, timeout=timeout)
+        except (ApiStatusError, TransportError) as e:
+            return Status(Code.ERROR, str(e))
+        return None

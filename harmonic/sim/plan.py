@@ -1,0 +1,548 @@
+"""From a scenario to a plan: the initial nodes and a timeline of external actions, identical for every
+profile. Everything random in the scenario (arrival times, which pods a deletion picks is decided at
+run time) is drawn here from the scenario seed, so each profile's cluster copy is fed the same events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harmonic.api.errors import ObjectError
+from harmonic.api.node import REGION_LABEL, ZONE_LABEL, parse_node
+from harmonic.api.selectors import LabelSelector, label_selector
+from harmonic.sim import trace as tr
+from harmonic.sim.errors import ScenarioError
+from harmonic.sim.objects import (
+    PriorityClasses,
+    WorkloadObject,
+    check_object,
+    collect_priority_classes,
+    read_documents,
+)
+from harmonic.sim.scenario import (
+    AlibabaTraceWorkload,
+    ArrivalsWorkload,
+    DeploymentScaled,
+    Distribution,
+    ManifestsWorkload,
+    NetworkModel,
+    NodeAdded,
+    NodeDrained,
+    NodeFailed,
+    NodePool,
+    PodsDeleted,
+    Scenario,
+    TopologyWorkload,
+)
+from harmonic.sim.topology import TopologyInstance, deployments, instance, load_topology
+
+Obj = dict[str, Any]
+POOL_LABEL = "harmonic.dev/node-pool"
+
+
+# --------------------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class CreateObject:
+    obj: WorkloadObject
+
+
+@dataclass(frozen=True)
+class DeleteObject:
+    key: str
+
+
+@dataclass(frozen=True)
+class AddNodes:
+    nodes: tuple[Obj, ...]
+
+
+@dataclass(frozen=True)
+class DrainNode:
+    node: str
+    timeout: float
+    force: bool
+
+
+@dataclass(frozen=True)
+class FailNode:
+    node: str
+
+
+@dataclass(frozen=True)
+class Scale:
+    key: str
+    replicas: int
+
+
+@dataclass(frozen=True)
+class DeletePods:
+    namespace: str
+    names: tuple[str, ...]
+    selector: LabelSelector | None
+    count: int | None
+
+
+Action = CreateObject | DeleteObject | AddNodes | DrainNode | FailNode | Scale | DeletePods
+
+
+@dataclass(frozen=True)
+class Timed:
+    time: float
+    seq: int
+    action: Action
+    #: Where it came from in the scenario (``events[3]``, ``workloads[1]``).
+    origin: str
+
+
+@dataclass
+class Plan:
+    name: str
+    source: str
+    seed: int
+    duration: float | None
+    sample_interval: float
+    network: NetworkModel
+    nodes: list[Obj]
+    timeline: list[Timed]
+    topologies: list[TopologyInstance]
+    #: Service manifests, known to the scheduler from the start.
+    services: list[Obj] = field(default_factory=list)
+    #: Objects accepted without effect on placement, by kind.
+    inert: dict[str, int] = field(default_factory=dict)
+    #: Trace rows left out, by reason.
+    trace_skipped: dict[str, int] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- nodes
+def pool_node(pool: NodePool, index: int) -> Obj:
+    labels = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", POOL_LABEL: pool.name}
+    if pool.zones:
+        labels[ZONE_LABEL] = pool.zones[index % len(pool.zones)]
+    if pool.region:
+        labels[REGION_LABEL] = pool.region
+    labels.update(pool.labels)
+    node: Obj = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"{pool.name}-{index}", "labels": labels},
+        "status": {
+            "allocatable": {k: str(v) for k, v in pool.allocatable.items()},
+            "capacity": {k: str(v) for k, v in pool.allocatable.items()},
+        },
+    }
+    if pool.taints:
+        node["spec"] = {"taints": [t.model_dump(exclude_defaults=False) for t in pool.taints]}
+    return node
+
+
+def _check_node(raw: Any, source: str, path: str) -> Obj:
+    if not isinstance(raw, Mapping) or raw.get("kind", "Node") != "Node":
+        raise ScenarioError(source, f"{path}.kind" if isinstance(raw, Mapping) else path, "expected a Node")
+    try:
+        parse_node(raw)
+    except ObjectError as e:
+        raise ScenarioError(source, f"{path}.{e.field}" if path else e.field, e.message) from None
+    return {**raw, "apiVersion": "v1", "kind": "Node"}
+
+
+class _Builder:
+    def __init__(self, sc: Scenario, source: str, base_dir: Path) -> None:
+        self.sc = sc
+        self.source = source
+        self.base = base_dir
+        self.timeline: list[Timed] = []
+        self.topologies: list[TopologyInstance] = []
+        self.inert: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.priorities = PriorityClasses()
+        self.services: list[Obj] = []
+        #: object key -> (created at, deleted at), to refuse clashes and check events' targets.
+        self.lifetimes: dict[str, tuple[float, float]] = {}
+        self.pool_next: dict[str, int] = {}
+        self.pools: dict[str, NodePool] = {}
+        self.node_names: dict[str, float] = {}
+
+    def add(self, time: float, action: Action, origin: str) -> None:
+        self.timeline.append(Timed(time, len(self.timeline), action, origin))
+
+    def create(self, obj: WorkloadObject, at: float, lifetime: float | None, origin: str) -> None:
+        prev = self.lifetimes.get(obj.key)
+        end = at + lifetime if lifetime is not None else math.inf
+        if prev is not None and prev[0] < end and at < prev[1]:
+            raise ScenarioError(
+                obj.source, "metadata.name", f"{obj.kind} {obj.namespace}/{obj.name} already exists"
+            )
+        self.lifetimes[obj.key] = (at, end)
+        self.add(at, CreateObject(obj), origin)
+        if lifetime is not None:
+            self.add(end, DeleteObject(obj.key), origin)
+
+    # ------------------------------------------------------------------ cluster
+    def cluster(self) -> list[Obj]:
+        nodes: list[Obj] = []
+        c = self.sc.cluster
+        for i, pool in enumerate(c.node_pools):
+            if pool.name in self.pools:
+                raise ScenarioError(
+                    self.source, f"cluster.nodePools[{i}].name", f"duplicate pool {pool.name!r}"
+                )
+            self.pools[pool.name] = pool
+            self.pool_next[pool.name] = pool.count
+            for j in range(pool.count):
+                nodes.append(_check_node(pool_node(pool, j), self.source, f"cluster.nodePools[{i}]"))
+        for i, raw in enumerate(c.nodes):
+            nodes.append(_check_node(raw, self.source, f"cluster.nodes[{i}]"))
+        for i, f in enumerate(c.node_files):
+            path = self.base / f
+            if not path.exists():
+                raise ScenarioError(self.source, f"cluster.nodeFiles[{i}]", f"{f}: no such file")
+            for label, raw in read_documents(path):
+                nodes.append(_check_node(raw, label, ""))
+        for n in nodes:
+            name = n["metadata"]["name"]
+            if name in self.node_names:
+                raise ScenarioError(self.source, "cluster", f"node {name!r} is defined twice")
+            self.node_names[name] = 0.0
+        return nodes
+
+    # ------------------------------------------------------------------ workloads
+    def workloads(self, extra: Sequence[TopologyWorkload]) -> None:
+        entries = list(self.sc.workloads) + list(extra)
+        docs: dict[int, list[tuple[str, Any]]] = {}
+        for i, w in enumerate(entries):
+            if isinstance(w, ManifestsWorkload):
+                docs[i] = self._documents(i, w)
+                collect_priority_classes(docs[i], self.priorities)
+        for i, w in enumerate(entries):
+            origin = f"workloads[{i}]"
+            if isinstance(w, ManifestsWorkload):
+                dist = w.duration
+                for label, raw in docs[i]:
+                    if (
+                        isinstance(raw, Mapping)
+                        and raw.get("kind") == "Service"
+                        and raw.get("apiVersion") == "v1"
+                    ):
+                        self.services.append(_service(raw, label, w.namespace))
+                        continue
+                    obj = check_object(raw, label, w.namespace, self.priorities, dist, self.inert)
+                    if obj is not None:
+                        self.create(obj, w.at, w.lifetime, origin)
+            elif isinstance(w, TopologyWorkload):
+                self._topology(i, w)
+            elif isinstance(w, ArrivalsWorkload):
+                self._arrivals(i, w)
+            else:
+                self._alibaba(i, w)
+
+    def _documents(self, i: int, w: ManifestsWorkload) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = []
+        for j, f in enumerate(w.files):
+            path = self.base / f
+            if not path.exists():
+                raise ScenarioError(self.source, f"workloads[{i}].files[{j}]", f"{f}: no such file")
+            out.extend(read_documents(path))
+        out.extend((f"{self.source}: workloads[{i}].objects[{j}]", o) for j, o in enumerate(w.objects))
+        if not out:
+            raise ScenarioError(self.source, f"workloads[{i}]", "give files and/or objects")
+        return out
+
+    def _topology(self, i: int, w: TopologyWorkload) -> None:
+        data, file = load_topology(w.topology, self.base, self.source, f"workloads[{i}].topology")
+        ns = w.namespace or _namespace_of(str(data.get("name") or "topology"))
+        for raw in deployments(data, ns, w.replicas):
+            label = f"{file}: services[{raw['metadata']['name']}]"
+            obj = check_object(raw, label, ns, self.priorities, None, self.inert)
+            assert obj is not None
+            self.create(obj, w.at, None, f"workloads[{i}]")
+        self.topologies.append(instance(data, ns, w.user_rate))
+
+    def _arrivals(self, i: int, w: ArrivalsWorkload) -> None:
+        where = f"{self.source}: workloads[{i}].template"
+        kind = w.template.get("kind") if isinstance(w.template, Mapping) else None
+        if kind not in ("Pod", "Job", "Deployment", "ReplicaSet", "StatefulSet"):
+            raise ScenarioError(
+                where, "kind", f"{kind!r}: arrivals make Pods, Jobs, Deployments, ReplicaSets or StatefulSets"
+            )
+        dist = w.duration
+        meta = dict(w.template.get("metadata") or {})
+        meta["name"] = f"{w.name}-0"
+        proto = check_object(
+            {**w.template, "metadata": meta}, where, w.namespace, self.priorities, dist, self.inert
+        )
+        assert proto is not None
+        rng = random.Random(f"{self.sc.seed}:arrivals:{w.name}")
+        times: list[tuple[float, tr.Arrival | None]] = []
+        if w.process == "poisson":
+            assert w.rate is not None
+            t = w.start
+            while w.count is None or len(times) < w.count:
+                t += rng.expovariate(w.rate)
+                if w.end is not None and t >= w.end:
+                    break
+                times.append((t, None))
+        else:
+            assert w.trace is not None
+            path = self.base / w.trace
+            if not path.exists():
+                raise ScenarioError(self.source, f"workloads[{i}].trace", f"{w.trace}: no such file")
+            for row in tr.read_arrivals(path):
+                t = w.start + row.time
+                if (w.end is not None and t >= w.end) or (w.count is not None and len(times) >= w.count):
+                    break
+                times.append((t, row))
+        for k, (t, arrival) in enumerate(times):
+            obj = _stamp(proto, f"{w.name}-{k}", arrival)
+            self.create(obj, t, w.lifetime, f"workloads[{i}]")
+
+    def _alibaba(self, i: int, w: AlibabaTraceWorkload) -> None:
+        mem100 = tr.memory_quantity(w.memory_at100, self.source, f"workloads[{i}].memoryAt100")
+        tasks: list[tr.BatchTask] = []
+        containers: list[tr.Container] = []
+        for attr, reader in (("batch_task", tr.read_batch_tasks), ("container_meta", tr.read_containers)):
+            f = getattr(w, attr)
+            if f is None:
+                continue
+            path = self.base / f
+            if not path.exists():
+                raise ScenarioError(self.source, f"workloads[{i}].{_camel(attr)}", f"{f}: no such file")
+            rows = reader(path, mem100, self.skipped)
+            if attr == "batch_task":
+                tasks = rows  # type: ignore[assignment]
+            else:
+                containers = rows  # type: ignore[assignment]
+        times = [t.start for t in tasks] + [c.time for c in containers]
+        if not times:
+            return
+        t0 = w.trace_start if w.trace_start is not None else min(times)
+        t_end = w.trace_end if w.trace_end is not None else math.inf
+        origin = f"workloads[{i}]"
+        for task in tasks:
+            if task.start < t0 or task.start >= t_end:
+                self.skipped["batch_task: outside traceStart..traceEnd"] += 1
+                continue
+            name = tr.dns_name(f"{task.job}-{task.task}")
+            raw = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": w.namespace},
+                "spec": {
+                    "parallelism": task.instances,
+                    "completions": task.instances,
+                    "template": {
+                        "metadata": {"labels": {"alibaba.trace/job": tr.dns_name(task.job)}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "task",
+                                    "image": "batch",
+                                    "resources": {"requests": tr.requests(task.cpu_milli, task.memory_bytes)},
+                                }
+                            ],
+                        },
+                    },
+                },
+            }
+            dist = Distribution(distribution="fixed", value=task.end - task.start)
+            obj = check_object(
+                raw,
+                f"{w.batch_task}: task {task.job}/{task.task}",
+                w.namespace,
+                self.priorities,
+                dist,
+                self.inert,
+            )
+            assert obj is not None
+            self.create(obj, task.start - t0, None, origin)
+        groups: dict[tuple[str, int, int], int] = {}
+        names: dict[tuple[str, int, int], str] = {}
+        per_app: Counter[str] = Counter()
+        for c in containers:
+            if c.time < t0 or c.time >= t_end:
+                self.skipped["container_meta: outside traceStart..traceEnd"] += 1
+                continue
+            shape = (c.app_du, c.cpu_milli, c.memory_bytes)
+            t = c.time - t0
+            if shape not in groups:
+                per_app[c.app_du] += 1
+                base = tr.dns_name(c.app_du)
+                name = base if per_app[c.app_du] == 1 else f"{base}-{per_app[c.app_du]}"
+                names[shape] = name
+                groups[shape] = 1
+                labels = {"app": base}
+                raw = {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": name, "namespace": w.namespace},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": base, "alibaba.trace/shape": name}},
+                        "template": {
+                            "metadata": {"labels": {**labels, "alibaba.trace/shape": name}},
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "app",
+                                        "image": "online",
+                                        "resources": {"requests": tr.requests(c.cpu_milli, c.memory_bytes)},
+                                    }
+                                ]
+                            },
+                        },
+                    },
+                }
+                obj = check_object(
+                    raw,
+                    f"{w.container_meta}: app_du {c.app_du}",
+                    w.namespace,
+                    self.priorities,
+                    None,
+                    self.inert,
+                )
+                assert obj is not None
+                self.create(obj, t, None, origin)
+            else:
+                groups[shape] += 1
+                self.add(t, Scale(f"ReplicaSet/{w.namespace}/{names[shape]}", groups[shape]), origin)
+
+    # ------------------------------------------------------------------ events
+    def events(self) -> None:
+        order = sorted(range(len(self.sc.events)), key=lambda k: (self.sc.events[k].at, k))
+        for k in order:
+            ev = self.sc.events[k]
+            where = f"events[{k}]"
+            if isinstance(ev, NodeAdded):
+                self.add(ev.at, AddNodes(tuple(self._new_nodes(ev, where))), where)
+            elif isinstance(ev, NodeDrained | NodeFailed):
+                if self.node_names.get(ev.node, math.inf) > ev.at:
+                    raise ScenarioError(
+                        self.source, f"{where}.node", f"no node {ev.node!r} exists at {ev.at:g}s"
+                    )
+                if isinstance(ev, NodeDrained):
+                    self.add(ev.at, DrainNode(ev.node, ev.timeout, ev.force), where)
+                else:
+                    self.add(ev.at, FailNode(ev.node), where)
+            elif isinstance(ev, DeploymentScaled):
+                key = f"{ev.kind}/{ev.namespace}/{ev.name}"
+                life = self.lifetimes.get(key)
+                if life is None or not life[0] <= ev.at < life[1]:
+                    raise ScenarioError(
+                        self.source,
+                        f"{where}.name",
+                        f"no {ev.kind} {ev.namespace}/{ev.name} exists at {ev.at:g}s",
+                    )
+                self.add(ev.at, Scale(key, ev.replicas), where)
+            elif isinstance(ev, PodsDeleted):
+                sel = None
+                if ev.selector is not None:
+                    try:
+                        sel = label_selector("podsDeleted", "selector", ev.selector)
+                    except ObjectError as e:
+                        raise ScenarioError(self.source, f"{where}.{e.field}", e.message) from None
+                self.add(ev.at, DeletePods(ev.namespace, tuple(ev.names), sel, ev.count), where)
+
+    def _new_nodes(self, ev: NodeAdded, where: str) -> list[Obj]:
+        out: list[Obj] = []
+        if ev.pool is not None:
+            pool = self.pools.get(ev.pool)
+            if pool is None:
+                raise ScenarioError(
+                    self.source, f"{where}.pool", f"no node pool {ev.pool!r} in cluster.nodePools"
+                )
+            for _ in range(ev.count):
+                out.append(pool_node(pool, self.pool_next[ev.pool]))
+                self.pool_next[ev.pool] += 1
+        for j, raw in enumerate(ev.nodes):
+            out.append(_check_node(raw, self.source, f"{where}.nodes[{j}]"))
+        for n in out:
+            name = n["metadata"]["name"]
+            if name in self.node_names:
+                raise ScenarioError(self.source, where, f"node {name!r} already exists")
+            self.node_names[name] = ev.at
+        return out
+
+
+def _service(raw: Mapping[str, Any], source: str, namespace: str) -> Obj:
+    meta = raw.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(source, "metadata.name", "is required")
+    selector = (raw.get("spec") or {}).get("selector")
+    if selector is not None and not isinstance(selector, Mapping):
+        raise ScenarioError(source, "spec.selector", "must be a map of labels")
+    return {**raw, "metadata": {**meta, "namespace": meta.get("namespace") or namespace}}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _namespace_of(name: str) -> str:
+    return tr.dns_name(name)[:63]
+
+
+def _stamp(proto: WorkloadObject, name: str, arrival: tr.Arrival | None) -> WorkloadObject:
+    """A copy of the arrivals template object under a new name (and trace overrides)."""
+    manifest: Obj = {**proto.manifest, "metadata": {**proto.manifest["metadata"], "name": name}}
+    duration = proto.duration
+    if arrival is not None:
+        if arrival.duration is not None:
+            duration = Distribution(distribution="fixed", value=arrival.duration)
+        if arrival.cpu is not None or arrival.memory is not None:
+            manifest = _with_requests(manifest, proto.kind, arrival.cpu, arrival.memory)
+    return dataclasses.replace(proto, name=name, manifest=manifest, duration=duration)
+
+
+def _with_requests(manifest: Obj, kind: str, cpu: str | None, memory: str | None) -> Obj:
+    def patch_spec(spec: Mapping[str, Any]) -> Obj:
+        containers = list(spec.get("containers") or ())
+        c0 = dict(containers[0])
+        res = dict(c0.get("resources") or {})
+        req = dict(res.get("requests") or {})
+        if cpu is not None:
+            req["cpu"] = cpu
+        if memory is not None:
+            req["memory"] = memory
+        res["requests"] = req
+        c0["resources"] = res
+        containers[0] = c0
+        return {**spec, "containers": containers}
+
+    if kind == "Pod":
+        return {**manifest, "spec": patch_spec(manifest["spec"])}
+    spec = manifest["spec"]
+    template = spec["template"]
+    return {**manifest, "spec": {**spec, "template": {**template, "spec": patch_spec(template["spec"])}}}
+
+
+def build_plan(
+    sc: Scenario, source: str, base_dir: Path, extra_topologies: Sequence[TopologyWorkload] = ()
+) -> Plan:
+    b = _Builder(sc, source, base_dir)
+    nodes = b.cluster()
+    b.workloads(extra_topologies)
+    b.events()
+    timeline = sorted(b.timeline, key=lambda t: (t.time, t.seq))
+    return Plan(
+        name=sc.name,
+        source=source,
+        seed=sc.seed,
+        duration=sc.duration,
+        sample_interval=sc.sample_interval,
+        network=sc.network,
+        nodes=nodes,
+        timeline=timeline,
+        topologies=b.topologies,
+        services=b.services,
+        inert=dict(sorted(b.inert.items())),
+        trace_skipped=dict(sorted(b.skipped.items())),
+    )

@@ -1,0 +1,150 @@
+"""LiveServices: the plugin services of both live adapters, fed by informers from the API-server double.
+The "workloads" index follows Services, ReplicationControllers, ReplicaSets and StatefulSets through
+lists, watches and relists after 410, keeping only their selectors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from harmonic.api.selectors import IN, LabelSelector, Requirement
+from harmonic.cluster.informer import Backoff
+from harmonic.cluster.services import LiveServices, selector_view
+from harmonic.cluster.transport import Transport
+from harmonic.testing.apiserver import ApiServerDouble
+
+from .conftest import wait_until
+
+
+def _obj(name: str, spec: Any, ns: str = "shop", **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, **extra}, "spec": spec}
+
+
+def _is(key: str, *values: str) -> Requirement:
+    return Requirement(key, IN, frozenset(values))
+
+
+@pytest.fixture
+def live_services(transport: Transport) -> Iterator[Callable[[], LiveServices]]:
+    made: list[LiveServices] = []
+
+    def make() -> LiveServices:
+        svc = LiveServices(transport, lambda: Backoff(0.02, 0.2))
+        for inf in svc.informers.values():
+            inf.start()
+        made.append(svc)
+        assert all(inf.wait_for_sync(5) for inf in svc.informers.values())
+        return svc
+
+    yield make
+    for svc in made:
+        for inf in svc.informers.values():
+            inf.stop()
+
+
+def test_workloads_follow_lists_and_watches(api: ApiServerDouble, live_services):
+    api.create(
+        "services",
+        _obj("web", {"selector": {"app": "web"}, "ports": [{"port": 80}]}, labels={"team": "a"}),
+    )
+    api.create("services", _obj("headless", {"clusterIP": "None"}))  # no selector: selects nothing
+    api.create("replicationcontrollers", _obj("legacy", {"selector": {"app": "legacy"}, "replicas": 3}))
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}] * 20}}
+    api.create(
+        "replicasets", _obj("web-7d9", {"selector": {"matchLabels": {"app": "web"}}, "template": template})
+    )
+    api.create("statefulsets", _obj("db", {"selector": {"matchLabels": {"app": "db"}}}, ns="data"))
+    svc = live_services()
+    wl = svc.services["workloads"]
+    assert wl is svc.workloads
+    assert list(wl.service_selectors("shop")) == [{"app": "web"}]
+    assert wl.replication_controller_selector("shop", "legacy") == {"app": "legacy"}
+    assert wl.replica_set_selector("shop", "web-7d9") == LabelSelector((_is("app", "web"),))
+    assert wl.stateful_set_selector("data", "db") == LabelSelector((_is("app", "db"),))
+    assert wl.stateful_set_selector("shop", "db") is None
+
+    # The informers' stores keep the selectors only, not the templates, ports or labels.
+    rs = svc.informers["replicasets"].get("shop/web-7d9")
+    assert rs is not None and rs["spec"] == {"selector": {"matchLabels": {"app": "web"}}}
+    assert set(rs["metadata"]) == {"name", "namespace", "resourceVersion"}
+    assert svc.informers["services"].get("shop/web") == {
+        "kind": "Service",
+        "metadata": {
+            "name": "web",
+            "namespace": "shop",
+            "resourceVersion": api.get("services", "web", "shop")["metadata"]["resourceVersion"],
+        },
+        "spec": {"selector": {"app": "web"}},
+    }
+
+    # Changes arrive through the watch: a selector update, a new object, deletions.
+    web = api.get("services", "web", "shop")
+    api.update("services", {**web, "spec": {**web["spec"], "selector": {"app": "web", "tier": "front"}}})
+    api.create("services", _obj("late", {"selector": {"app": "late"}}))
+    api.delete("replicasets", "web-7d9", "shop")
+    api.delete("replicationcontrollers", "legacy", "shop")
+    wait_until(
+        lambda: (
+            sorted(map(sorted, (s.items() for s in wl.service_selectors("shop"))))
+            == [[("app", "late")], [("app", "web"), ("tier", "front")]]
+            and wl.replica_set_selector("shop", "web-7d9") is None
+            and wl.replication_controller_selector("shop", "legacy") is None
+        ),
+        what="the update, the new Service and the deletions",
+    )
+
+
+def test_relist_after_410_reports_what_changed_in_the_gap(api: ApiServerDouble, live_services):
+    api.create("replicasets", _obj("gone", {"selector": {"matchLabels": {"app": "a"}}}))
+    api.create("replicasets", _obj("kept", {"selector": {"matchLabels": {"app": "b"}}}))
+    svc = live_services()
+    rs = svc.informers["replicasets"]
+    # The watch breaks; while it is down the history is compacted, so resuming is 410.
+    api.expire_history("replicasets", watches=1)
+    api.drop_watches("replicasets")
+    api.delete("replicasets", "gone", "shop")
+    kept = api.get("replicasets", "kept", "shop")
+    api.update("replicasets", {**kept, "spec": {"selector": {"matchLabels": {"app": "c"}}}})
+    wait_until(lambda: rs.relists_on_gone >= 1, what="the relist")
+    wait_until(
+        lambda: (
+            svc.workloads.replica_set_selector("shop", "gone") is None
+            and svc.workloads.replica_set_selector("shop", "kept") == LabelSelector((_is("app", "c"),))
+        ),
+        what="the deletion and the update made during the gap",
+    )
+
+
+def test_a_malformed_selector_is_logged_and_not_used(api: ApiServerDouble, live_services, caplog):
+    api.create("replicasets", _obj("web", {"selector": {"matchLabels": {"app": "web"}}}))
+    svc = live_services()
+    assert svc.workloads.replica_set_selector("shop", "web") is not None
+    web = api.get("replicasets", "web", "shop")
+    with caplog.at_level(logging.WARNING, logger="harmonic.cluster.services"):
+        # The API server validates selectors; should one still arrive malformed, the old one is dropped.
+        api.update("replicasets", {**web, "spec": {"selector": {"matchLabels": "app=web"}}})
+        wait_until(lambda: svc.workloads.replica_set_selector("shop", "web") is None, what="the drop")
+    assert "ignoring ReplicaSet: ReplicaSet shop/web: spec.selector" in caplog.text
+    api.update("replicasets", {**web, "spec": {"selector": {"matchLabels": {"app": "v2"}}}})
+    wait_until(
+        lambda: svc.workloads.replica_set_selector("shop", "web") == LabelSelector((_is("app", "v2"),)),
+        what="the repaired selector",
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "view"),
+    [
+        ({"metadata": {"name": "s"}}, {"kind": "Service", "metadata": {"name": "s"}}),
+        ({"metadata": "junk", "spec": {"selector": None}}, {"kind": "Service", "metadata": {}}),
+        (
+            {"metadata": {"name": "s", "uid": "u", "annotations": {"a": "b"}}, "spec": ["junk"]},
+            {"kind": "Service", "metadata": {"name": "s"}, "spec": ["junk"]},
+        ),
+    ],
+)
+def test_selector_view_never_raises_and_keeps_malformed_specs_for_the_index(raw, view):
+    assert selector_view("Service")(raw) == view
