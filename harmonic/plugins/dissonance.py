@@ -49,6 +49,7 @@ class DissonanceArgs(PluginArgs):
     anticipated_latency_critical: float = Field(default=1.0, ge=0)
     latency_critical_tolerance: float = Field(default=0.25, gt=0)
     cost_scale: float = Field(default=0.5, gt=0)
+    expected_batch_share: float = Field(default=0.5, ge=0, le=1)
     matrix: dict[str, dict[str, float]] = Field(default_factory=dict)
     importance: dict[str, float] = Field(default_factory=dict)
 
@@ -180,13 +181,24 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         if hit is None:
             n = len(CLASSES)
             lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
-            suffer = np.zeros((2 * n, 2))
+            suffer = np.zeros((2 * n, 3))
             suffer[:n, 0] = model.importance[ci] * model.matrix[ci]
             suffer[:n, 1] = model.matrix[lc]
+            suffer[lc, 2] = 1.0  # latency-critical CPU
             inflict = np.zeros(2 * n)
             inflict[n:] = model.importance * model.matrix[:, ci]
             hit = self._weight_cache[key] = (suffer, inflict)
         return hit
+
+    @staticmethod
+    def _batch_slowdown(model: DissonanceModel) -> float:
+        """How much a node full of batch slows a latency-critical pod: the mean over batch classes."""
+        lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+        batch = [
+            CLASS_INDEX[c]
+            for c in (WorkloadClass.BATCH_CPU, WorkloadClass.BATCH_MEMORY, WorkloadClass.BATCH_IO)
+        ]
+        return float(model.matrix[lc, batch].mean())
 
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         model = self.model
@@ -210,6 +222,16 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             np.minimum(room, 1.0, out=room)
             factor = self.cfg.anticipated_latency_critical * model.importance[lc] * model.matrix[lc, ci] * cpu
             cost += room * inv_alloc * factor
+        if ci == lc and self.cfg.expected_batch_share > 0:
+            # The mirror image: batch that comes later avoids nodes where latency-critical pods
+            # already hold a good share of the CPU (their cost above), and fills the rest. A
+            # latency-critical pod placed where few of its kind run can expect ``expectedBatchShare``
+            # of the node to go to batch; among its kind it is sheltered. This packs latency-critical
+            # pods together, leaving whole nodes to batch.
+            shelter = both[:, 2] * inv_alloc * (1.0 / self.cfg.latency_critical_tolerance)
+            np.minimum(shelter, 1.0, out=shelter)
+            batch_harm = model.importance[lc] * self.cfg.expected_batch_share * self._batch_slowdown(model)
+            cost += (1.0 - shelter) * batch_harm
         cost *= _RESOLUTION
         cost += 0.5
         state.write(_PRESCORE_KEY, cost.astype(np.int64))  # costs are >= 0: truncation rounds half up

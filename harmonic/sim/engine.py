@@ -31,9 +31,11 @@ from harmonic.api.pod import parse_pod
 from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, parse_tolerations
 from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.registry import Registry
+from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
 from harmonic.sim import workloads as wl
+from harmonic.sim.mesh import graph_service_for
 from harmonic.sim.objects import UNREACHABLE_TAINT
 from harmonic.sim.plan import (
     AddNodes,
@@ -89,13 +91,17 @@ class World:
         self.seed = plan.seed
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
+        services = self.cluster.scheduler_services()
+        self.graph = graph_service_for(run.profile, self)
+        if self.graph is not None:
+            services[GRAPH_SERVICE] = self.graph
         self.scheduler = Scheduler(
             run.config,
             registry,
             self.cluster,
             clock=self.clock,
             seed=plan.seed,
-            services=self.cluster.scheduler_services(),
+            services=services,
         )
         self.cluster.connect(self.scheduler)
         self.cluster.subscribe(self._on_node, self._on_pod, replay=False)
@@ -393,6 +399,8 @@ class World:
 
     def _schedule(self) -> None:
         sched = self.scheduler
+        if self.graph is not None:
+            self.graph.maybe_refresh(self.clock.now())
         while True:
             t0 = time.perf_counter()
             r = sched.schedule_one()

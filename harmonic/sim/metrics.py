@@ -25,6 +25,7 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, PODS_COL
+from harmonic.sim.mesh import latency_critical_slowdowns
 from harmonic.sim.topology import locality
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ class Series:
     memory_mean: list[float] = field(default_factory=list)
     memory_std: list[float] = field(default_factory=list)
     traffic: dict[str, TrafficSeries] = field(default_factory=dict)
+    #: Mean predicted slowdown of the running latency-critical pods (None: none running).
+    lc_slowdown: list[float | None] = field(default_factory=list)
+    #: Every (sample, latency-critical pod) slowdown, for the overall mean and p95.
+    lc_slowdown_all: list[float] = field(default_factory=list)
 
 
 class Recorder:
@@ -98,6 +103,9 @@ class Recorder:
         s.cpu_std.append(float(cpu.std()) if len(cpu) else 0.0)
         s.memory_mean.append(float(mem.mean()) if len(mem) else 0.0)
         s.memory_std.append(float(mem.std()) if len(mem) else 0.0)
+        slowdowns = latency_critical_slowdowns(w)
+        s.lc_slowdown.append(float(np.mean(slowdowns)) if slowdowns else None)
+        s.lc_slowdown_all.extend(slowdowns)
         if final:
             self.final_allocation = {n: (float(c), float(m)) for n, c, m in zip(names, cpu, mem, strict=True)}
         zone_of = w.zone_of() if w.plan.topologies else {}
@@ -272,6 +280,10 @@ def summarize(world: World) -> dict[str, Any]:
             "memory": _stats([m for _, m in world.recorder.final_allocation.values()]),
         },
         "fragmentation": fragmentation(world, shapes),
+        "latency_critical_slowdown": round(float(np.mean(s.lc_slowdown_all)), 6)
+        if s.lc_slowdown_all
+        else None,
+        "latency_critical_slowdown_p95": _percentile(s.lc_slowdown_all, 95) if s.lc_slowdown_all else None,
         "traffic": traffic,
         "virtual_seconds": round(world.clock.now(), 6),
         "notes": list(world.notes),

@@ -69,6 +69,8 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     row("cross-node traffic share", lambda m: m["cross_node_traffic_share"], pct=True)
     row("cross-zone traffic share", lambda m: m["cross_zone_traffic_share"], pct=True)
     row("added latency ms / user request", lambda m: m["added_latency_ms_per_user_request"])
+    row("latency-critical slowdown (mean)", lambda m: m["latency_critical_slowdown"], pct=True)
+    row("latency-critical slowdown (p95)", lambda m: m["latency_critical_slowdown_p95"], pct=True)
     row("time to schedule p50 (s)", lambda m: m["time_to_schedule_seconds"]["p50"])
     row("time to schedule p99 (s)", lambda m: m["time_to_schedule_seconds"]["p99"])
     row("CPU allocation mean", lambda m: m["allocation"]["cpu"]["mean"], pct=True)
