@@ -8,13 +8,17 @@ says how much each class slows each other class per unit of node CPU it holds. P
     cost(n) = importance[c] * sum_k M[c][k] * I_k(n)           (what p would suffer)
             + s * sum_k importance[k] * N_k(n) * M[k][c]        (what p would inflict on others)
 
-where ``I_k`` is the share of the node's CPU held by class-``k`` pods and ``N_k`` their number. The
-score is reversed and normalised so the least dissonant node gets 100. With
+where ``I_k`` is the share of the node's CPU held by class-``k`` pods and ``N_k`` their number, plus
+what the placement sets up for later arrivals: for an aggressor, the harm to latency-critical pods
+expected to choose this node; for a latency-critical pod, the change in its kind's exposure to the
+batch expected to fill the CPU the node leaves free (docs/harmony.md). The score is
+``100 - 100 * cost / costScale`` clamped to 0..100: an absolute scale. With
 ``latencyCriticalMaxSlowdown`` set, Filter also rejects nodes where a latency-critical pod (``p`` or
 one already there) would be predicted to slow down by more than that fraction.
 
 Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset = no filter),
-``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
+``anticipatedLatencyCritical`` (1.0), ``latencyCriticalTolerance`` (0.25), ``expectedBatchShare``
+(0..1, 0.5), ``costScale`` (1.0), ``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
 ``importance`` (class -> weight). The model comes from the handle service ``dissonance`` when
 present (so the feedback loop can update it), else it is built from these args.
 """
@@ -48,7 +52,7 @@ class DissonanceArgs(PluginArgs):
     latency_critical_max_slowdown: float | None = Field(default=None, ge=0)
     anticipated_latency_critical: float = Field(default=1.0, ge=0)
     latency_critical_tolerance: float = Field(default=0.25, gt=0)
-    cost_scale: float = Field(default=0.5, gt=0)
+    cost_scale: float = Field(default=1.0, gt=0)
     expected_batch_share: float = Field(default=0.5, ge=0, le=1)
     matrix: dict[str, dict[str, float]] = Field(default_factory=dict)
     importance: dict[str, float] = Field(default_factory=dict)
@@ -223,18 +227,20 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             factor = self.cfg.anticipated_latency_critical * model.importance[lc] * model.matrix[lc, ci] * cpu
             cost += room * inv_alloc * factor
         if ci == lc and self.cfg.expected_batch_share > 0:
-            # The mirror image: batch that comes later avoids nodes where latency-critical pods
-            # already hold a good share of the CPU (their cost above), and fills the rest. A
-            # latency-critical pod placed where few of its kind run can expect ``expectedBatchShare``
-            # of the node to go to batch; among its kind it is sheltered. This packs latency-critical
-            # pods together, leaving whole nodes to batch.
-            shelter = both[:, 2] * inv_alloc * (1.0 / self.cfg.latency_critical_tolerance)
-            np.minimum(shelter, 1.0, out=shelter)
+            # The mirror image: the CPU a node leaves free is where later batch lands, and
+            # ``expectedBatchShare`` of it is expected to go to batch. Every latency-critical pod on
+            # the node is exposed to it; placing this pod adds one more exposed pod and takes its
+            # CPU out of the room. Filling a node with latency-critical pods thus shelters those
+            # already there, and whole nodes stay free for batch.
+            n_lc = rows[:, len(CLASSES) + lc]
+            free_before = 1.0 - snap.requested[slots, CPU_COL] * inv_alloc
+            np.clip(free_before, 0.0, 1.0, out=free_before)
+            free_after = np.maximum(free_before - cpu * inv_alloc, 0.0)
+            exposure = (n_lc + 1.0) * free_after - n_lc * free_before
             batch_harm = model.importance[lc] * self.cfg.expected_batch_share * self._batch_slowdown(model)
-            cost += (1.0 - shelter) * batch_harm
+            cost += exposure * batch_harm
         cost *= _RESOLUTION
-        cost += 0.5
-        state.write(_PRESCORE_KEY, cost.astype(np.int64))  # costs are >= 0: truncation rounds half up
+        state.write(_PRESCORE_KEY, np.rint(cost).astype(np.int64))
         return None
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
@@ -246,7 +252,8 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     ) -> np.ndarray:
         # An absolute scale, not the best candidate's: small differences stay small.
         scale = self.cfg.cost_scale * _RESOLUTION
-        return MAX_NODE_SCORE - np.minimum(scores * MAX_NODE_SCORE // int(scale), MAX_NODE_SCORE)
+        # A negative cost (the pod shelters pods already there) is as good as none.
+        return MAX_NODE_SCORE - np.clip(scores * MAX_NODE_SCORE // int(scale), 0, MAX_NODE_SCORE)
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         return (

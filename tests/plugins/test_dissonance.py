@@ -32,15 +32,18 @@ def _run(incoming, args=None):
 @pytest.mark.parametrize(
     ("incoming", "expected"),
     [
-        # LC pod, share .25: n1 suffers .5*I_bc(.5)=.25, inflicts .25*.25*M[bc][lc](.05)=.003125 -> 2531;
-        # n2 suffers .1*.25=.025, inflicts .25*1*.1=.025 -> 500; n3 -> 0.
-        # Score 100 - cost*100/(costScale .5 * 10000): 100-50, 100-10, 100.
-        (INCOMING_LC, {"n1": 50, "n2": 90, "n3": 100}),
+        # LC pod, share .25: n1 suffers .5*I_bc(.5)=.25, inflicts .25*.25*M[bc][lc](.05)=.003125;
+        # n2 suffers .1*.25=.025, inflicts .25*1*.1=.025; n3 nothing. Later batch: .5 (expected
+        # share) * .8 (mean LC<-batch slowdown) = .4 per unit of exposure, exposure = (LC pods
+        # after) * free after - (LC pods before) * free before: n1 1*.25 - 0, n2 2*.5 - 1*.75 = .25,
+        # n3 1*.75 -> costs .353, .15, .3 -> 100 - cost*100/costScale(1): 65, 85, 70. The LC pod
+        # joins its kind rather than an empty node that batch would fill around it.
+        (INCOMING_LC, {"n1": 65, "n2": 85, "n3": 70}),
         # batch-cpu pod: n1 suffers .25*(.2*.5)=.025, inflicts .25*.25*.2=.0125; n2 suffers
         # .25*(.05*.25)=.003125, inflicts .25*1*.5=.125. Anticipated LC harm .5*.25*expected, with
         # expected = 1 - LC slowdown/.25: n1 (LC slowdown .25) 0, n2 (.025) .9, n3 1 ->
-        # costs 375, 2406, 1250 -> scores 93, 52, 75: the batch pod joins the batch node.
-        (INCOMING_BATCH, {"n1": 93, "n2": 52, "n3": 75}),
+        # costs .0375, .2406, .125 -> scores 97, 76, 88: the batch pod joins the batch node.
+        (INCOMING_BATCH, {"n1": 97, "n2": 76, "n3": 88}),
     ],
 )
 def test_scores(incoming, expected):
@@ -73,9 +76,33 @@ def test_latency_critical_limit(limit, incoming, rejected):
         assert v.reasons[0] == ("node(s) would slow latency-critical pods beyond the dissonance limit",)
 
 
+def test_filling_a_node_with_latency_critical_pods_shelters_them():
+    # n1 (4 CPU) holds three 1-CPU LC pods; one more fills it: exposure 4*0 - 3*.25 = -.75 (-.3),
+    # suffers .1*.75 and inflicts 3*.1*.25 (+.15) -> cost -.15, as good as none: 100. The empty n2
+    # leaves .75 of its CPU to later batch: .3 -> 70.
+    residents = [pod(f"web-{i}").owner("ReplicaSet", "web").req(cpu="1").node("n1").obj() for i in range(3)]
+    plugin, p, snap, names = build(
+        {
+            "plugin": "Dissonance",
+            "args": {},
+            "pod": INCOMING_LC,
+            "nodes": NODES[:2],
+            "existingPods": residents,
+        }
+    )
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    scores = plugin.normalize_score(state, p, snap, slots, plugin.score(state, p, snap, slots))
+    assert dict(zip(names, scores.tolist(), strict=True)) == {"n1": 100, "n2": 70}
+
+
 def test_matrix_override_changes_the_model():
-    # make LC indifferent to batch-cpu: n1 then costs only what the LC pod inflicts (.003125 -> 31)
-    plugin, p, snap, _, slots = _run(INCOMING_LC, {"matrix": {"latency-critical": {"batch-cpu": 0.0}}})
+    # make LC indifferent to batch-cpu (and expect no later batch): n1 then costs only what the LC
+    # pod inflicts (.003125 -> 31)
+    plugin, p, snap, _, slots = _run(
+        INCOMING_LC, {"matrix": {"latency-critical": {"batch-cpu": 0.0}}, "expectedBatchShare": 0}
+    )
     state = CycleState()
     plugin.pre_score(state, p, snap, slots)
     assert plugin.score(state, p, snap, slots).tolist() == [31, 500, 0]

@@ -134,3 +134,15 @@ def run_recorded(sc: dict[str, Any], base: Path = Path(".")) -> tuple[World, Rec
     rec = Recording(world)
     world.run()
     return world, rec
+
+
+def assert_harmony_targets(profiles: dict[str, Any]) -> None:
+    """The harmony issue's acceptance bar for the ``harmonic`` profile against kube-scheduler's
+    default profile: nothing left pending that the default schedules, traffic crossing nodes and
+    zones and the latency-critical slowdown at most half the default's, nodes in use within 10%."""
+    base, harm = profiles["default-scheduler"], profiles["harmonic"]
+    assert harm["pods_pending"] <= base["pods_pending"]
+    assert harm["cross_node_traffic_share"] <= base["cross_node_traffic_share"] / 2
+    assert harm["cross_zone_traffic_share"] <= base["cross_zone_traffic_share"] / 2
+    assert harm["latency_critical_slowdown"] <= base["latency_critical_slowdown"] / 2
+    assert abs(harm["nodes_in_use"] - base["nodes_in_use"]) <= 0.1 * base["nodes_in_use"]
