@@ -1,4 +1,4 @@
-"""Dissonance — PreScore, Score (+NormalizeScore), and optionally Filter.
+"""Dissonance — PreScore, Score, and optionally Filter.
 
 Keeps workloads that interfere apart. Every pod has a workload class (``harmonic.signals.classes``:
 annotation ``harmonic.dev/class`` or inferred); the dissonance model (``harmonic.signals.dissonance``)
@@ -80,6 +80,8 @@ class ClassLoad:
 
     def __init__(self, snap: Snapshot) -> None:
         self.table = np.zeros((snap.capacity, 2 * len(CLASSES)), dtype=np.float64)
+        #: Pods of each class in the whole cluster.
+        self.total_count = [0] * len(CLASSES)
         for slot, pod in snap.all_pods():
             self.pod_added(snap, slot, pod)
         snap.listeners.append(self)
@@ -102,11 +104,13 @@ class ClassLoad:
         c = CLASS_INDEX[classify(pod)]
         self.table[slot, c] += _cpu(pod)
         self.table[slot, len(CLASSES) + c] += 1
+        self.total_count[c] += 1
 
     def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         c = CLASS_INDEX[classify(pod)]
         self.table[slot, c] -= _cpu(pod)
         self.table[slot, len(CLASSES) + c] -= 1
+        self.total_count[c] -= 1
 
     def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
         self._grow(snap.capacity)
@@ -138,34 +142,36 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
                 self._model = self._own_model
         return self._model
 
-    def intensity(self, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
-        """[len(slots), classes]: share of each node's CPU held by each class."""
-        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
-        return self._load.cpu[slots] / np.where(alloc > 0, alloc, np.inf)[:, None]
-
-    def counts(self, slots: np.ndarray) -> np.ndarray:
-        return self._load.count[slots]
-
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         limit = self.cfg.latency_critical_max_slowdown
         if limit is None:
             return None
+        ci = CLASS_INDEX[classify(pod)]
+        lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+        if ci == lc:
+            checked = slots
+        else:
+            # Only nodes already holding latency-critical pods have someone for the limit to protect.
+            if self._load.total_count[lc] <= 0:
+                return None
+            at_risk = np.flatnonzero(self._load.table[:, len(CLASSES) + lc].take(slots) > 0)
+            if not at_risk.size:
+                return None
+            checked = slots.take(at_risk)
         model = self.model
-        c = classify(pod)
-        lc = WorkloadClass.LATENCY_CRITICAL
-        intensity = self.intensity(snap, slots)
-        alloc = snap.allocatable[slots, CPU_COL].astype(np.float64)
-        share = np.where(alloc > 0, _cpu(pod) / np.where(alloc > 0, alloc, 1.0), 0.0)
-        after = intensity.copy()
-        after[:, CLASS_INDEX[c]] += share
-        lc_after = model.slowdown(lc, after)
-        at_risk = self.counts(slots)[:, CLASS_INDEX[lc]] > 0
-        if c == lc:
-            at_risk |= True
-        bad = at_risk & (lc_after > limit)
-        if not bad.any():
+        inv_alloc = self._inv_alloc(snap).take(checked)
+        # The slowdown a latency-critical pod would see there once this pod is placed.
+        load = self._load.table.take(checked, axis=0)[:, : len(CLASSES)] @ model.matrix[lc]
+        lc_after = (load + _cpu(pod) * model.matrix[lc, ci]) * inv_alloc
+        over = lc_after > limit
+        if not over.any():
             return None
+        if ci == lc:
+            bad = over
+        else:
+            bad = np.zeros(len(slots), dtype=bool)
+            bad[at_risk] = over
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_LIMIT)
 
     # ------------------------------------------------------------------ score
@@ -177,22 +183,23 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             self._inv_key = (snap.node_generation, snap.capacity)
         return self._inv
 
-    def _weights(self, model: DissonanceModel, ci: int) -> tuple[np.ndarray, np.ndarray]:
-        """[2 * classes, 2] columns for the load table — what the pod suffers and what it inflicts per
-        unit of its CPU — then the latency-critical slowdown column; cached per model version."""
+    def _weights(self, model: DissonanceModel, ci: int, cpu: float) -> np.ndarray:
+        """[2 * classes, 2] columns for the load table: the cost per unit of node CPU (what the pod
+        suffers from each class's CPU, what it inflicts on each class's pods with its ``cpu``), then
+        the node's latency-critical slowdown. The parts are cached per model version."""
         key = (id(model), model.version, ci)
         hit = self._weight_cache.get(key)
         if hit is None:
             n = len(CLASSES)
             lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
-            suffer = np.zeros((2 * n, 3))
+            suffer = np.zeros((2 * n, 2))
             suffer[:n, 0] = model.importance[ci] * model.matrix[ci]
             suffer[:n, 1] = model.matrix[lc]
-            suffer[lc, 2] = 1.0  # latency-critical CPU
-            inflict = np.zeros(2 * n)
-            inflict[n:] = model.importance * model.matrix[:, ci]
+            inflict = np.zeros((2 * n, 2))
+            inflict[n:, 0] = model.importance * model.matrix[:, ci]
             hit = self._weight_cache[key] = (suffer, inflict)
-        return hit
+        suffer, inflict = hit
+        return suffer + cpu * inflict
 
     @staticmethod
     def _batch_slowdown(model: DissonanceModel) -> float:
@@ -208,22 +215,20 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         model = self.model
         ci = CLASS_INDEX[classify(pod)]
         lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
-        suffer, inflict = self._weights(model, ci)
-        inv_alloc = self._inv_alloc(snap)[slots]
-        rows = self._load.table[slots]
         cpu = _cpu(pod)
+        inv_alloc = self._inv_alloc(snap).take(slots)
+        rows = self._load.table.take(slots, axis=0)
         # suffered = (cpu by class . importance[c] M[c]) / alloc; inflicted = (count by class .
         # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
-        both = rows @ suffer
-        cost = (both[:, 0] + (rows @ inflict) * cpu) * inv_alloc
+        both = rows @ self._weights(model, ci, cpu)
+        cost = both[:, 0] * inv_alloc
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
             # node gets falls from ``anticipated`` on a clean node to 0 once its predicted
             # latency-critical slowdown reaches the tolerance. Harm to them is a cost now, which
             # packs aggressors together and keeps clean nodes clean.
             room = 1.0 - both[:, 1] * inv_alloc * (1.0 / self.cfg.latency_critical_tolerance)
-            np.maximum(room, 0.0, out=room)
-            np.minimum(room, 1.0, out=room)
+            np.clip(room, 0.0, 1.0, out=room)
             factor = self.cfg.anticipated_latency_critical * model.importance[lc] * model.matrix[lc, ci] * cpu
             cost += room * inv_alloc * factor
         if ci == lc and self.cfg.expected_batch_share > 0:
@@ -239,21 +244,19 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             exposure = (n_lc + 1.0) * free_after - n_lc * free_before
             batch_harm = model.importance[lc] * self.cfg.expected_batch_share * self._batch_slowdown(model)
             cost += exposure * batch_harm
-        cost *= _RESOLUTION
-        state.write(_PRESCORE_KEY, np.rint(cost).astype(np.int64))
+        # Scores on an absolute scale, not relative to the best candidate, so small differences stay
+        # small; that needs no NormalizeScore. A negative cost (the pod shelters the pods already
+        # there) is as good as none.
+        fixed = np.rint(cost * _RESOLUTION).astype(np.int64)
+        fixed *= MAX_NODE_SCORE
+        fixed //= int(self.cfg.cost_scale * _RESOLUTION)
+        np.clip(fixed, 0, MAX_NODE_SCORE, out=fixed)
+        state.write(_PRESCORE_KEY, MAX_NODE_SCORE - fixed)
         return None
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
-        cost: np.ndarray = state.read(_PRESCORE_KEY)
-        return cost
-
-    def normalize_score(
-        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray, scores: np.ndarray
-    ) -> np.ndarray:
-        # An absolute scale, not the best candidate's: small differences stay small.
-        scale = self.cfg.cost_scale * _RESOLUTION
-        # A negative cost (the pod shelters pods already there) is as good as none.
-        return MAX_NODE_SCORE - np.clip(scores * MAX_NODE_SCORE // int(scale), 0, MAX_NODE_SCORE)
+        scores: np.ndarray = state.read(_PRESCORE_KEY)
+        return scores
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         return (

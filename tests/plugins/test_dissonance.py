@@ -50,7 +50,7 @@ def test_scores(incoming, expected):
     plugin, p, snap, names, slots = _run(incoming)
     state = CycleState()
     assert plugin.pre_score(state, p, snap, slots) is None
-    scores = plugin.normalize_score(state, p, snap, slots, plugin.score(state, p, snap, slots))
+    scores = plugin.score(state, p, snap, slots)
     assert dict(zip(names, scores.tolist(), strict=True)) == expected
 
 
@@ -93,19 +93,19 @@ def test_filling_a_node_with_latency_critical_pods_shelters_them():
     slots = np.asarray([snap.slot(n) for n in names])
     state = CycleState()
     plugin.pre_score(state, p, snap, slots)
-    scores = plugin.normalize_score(state, p, snap, slots, plugin.score(state, p, snap, slots))
+    scores = plugin.score(state, p, snap, slots)
     assert dict(zip(names, scores.tolist(), strict=True)) == {"n1": 100, "n2": 70}
 
 
 def test_matrix_override_changes_the_model():
     # make LC indifferent to batch-cpu (and expect no later batch): n1 then costs only what the LC
-    # pod inflicts (.003125 -> 31)
+    # pod inflicts (.003125: under one point) and ties the empty n3; n2 keeps its .05 (5 points)
     plugin, p, snap, _, slots = _run(
         INCOMING_LC, {"matrix": {"latency-critical": {"batch-cpu": 0.0}}, "expectedBatchShare": 0}
     )
     state = CycleState()
     plugin.pre_score(state, p, snap, slots)
-    assert plugin.score(state, p, snap, slots).tolist() == [31, 500, 0]
+    assert plugin.score(state, p, snap, slots).tolist() == [100, 95, 100]
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ so the properties cover more as plugins land.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,13 +208,17 @@ def run(
     seed: int,
     bind_every: int,
     deletions: list[tuple[int, int]],
+    config: dict[str, Any] | None = None,
+    services: dict[str, Any] | None = None,
+    manifest: Callable[[int, PodSpec], dict[str, Any]] = lambda _i, p: p.manifest(),
 ) -> Outcome:
     """Create the pre-bound pods and the nodes, then the pending pods; schedule, holding bindings back
     so pods stay assumed for ``bind_every`` cycles, deleting ``(step, pod index)`` along the way; check
-    the capacity invariant after every placement."""
+    the capacity invariant after every placement. ``config``, ``services`` and ``manifest`` (pod
+    index, spec -> manifest) let other profiles run through the same checks."""
     registry = default_registry()
     binder = DeferredBinder()
-    h = Harness(seed=seed, binder=binder, registry=registry)
+    h = Harness(config=config, seed=seed, binder=binder, registry=registry, services=services)
     by_name = {p.name: p for p in pods}
     node_by_name = {n.name: n for n in nodes}
     check_capacity = "NodeResourcesFit" in registry
@@ -243,9 +248,9 @@ def run(
                     assert total <= alloc[r], (node_name, r, total, alloc[r], sorted(names))
 
     h.scheduler.results = lambda r: capacity_holds() if r.node is not None else None
-    h.add_pods(p.manifest() for p in pods if p.node_name)
+    h.add_pods(manifest(i, p) for i, p in enumerate(pods) if p.node_name)
     h.add_nodes(n.manifest() for n in nodes)
-    h.add_pods(p.manifest() for p in pods if not p.node_name)
+    h.add_pods(manifest(i, p) for i, p in enumerate(pods) if not p.node_name)
 
     deleted: set[str] = set()
     step = 0

@@ -1,7 +1,8 @@
 """SchedulingBasic with workload identities and an affinity graph, to price Harmonic's plugins.
 
 - ``SchedulingBasicGraph``: upstream's SchedulingBasic as it is (pods without workload labels) under
-  the default profile plus CommunicationAffinity and Dissonance, with a graph of ``workloads``
+  the bundled ``harmonic`` profile (the default plugins plus CommunicationAffinity and Dissonance,
+  with their weights and args), with a graph of ``workloads``
   workloads and ``edges`` random edges (seeded) loaded: the price of the plugins and the graph when
   pods are not in it; compare with ``SchedulingBasic``.
 - ``SchedulingBasicLabelled`` / ``SchedulingBasicHarmony``: the same pods labelled ``app: w<k>`` for
@@ -15,6 +16,8 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
+
 from harmonic.perf.runner import Workload
 from harmonic.perf.templates import named, node_template, pod_template
 from harmonic.perf.workloads.basic import nodes_from
@@ -22,23 +25,17 @@ from harmonic.signals.graph import AffinityGraph
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.service import GraphService
 from harmonic.signals.telemetry import TrafficSample
+from harmonic.sim.profiles import BUNDLED_PROFILES_DIR
 
 NAMESPACE = "sched-0"
-HARMONY_CONFIG: dict[str, Any] = {
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "plugins": {
-                "multiPoint": {
-                    "enabled": [
-                        {"name": "CommunicationAffinity", "weight": 5},
-                        {"name": "Dissonance", "weight": 3},
-                    ]
-                }
-            },
-        }
-    ]
-}
+
+
+def _harmony_config() -> dict[str, Any]:
+    """The bundled ``harmonic`` profile (plugins, weights and args) as the benchmark's only profile,
+    under the name the workload's pods ask for."""
+    doc = yaml.safe_load((BUNDLED_PROFILES_DIR / "harmonic.yaml").read_text())
+    profile = next(p for p in doc["profiles"] if p["schedulerName"] == "harmonic")
+    return {**doc, "profiles": [{**profile, "schedulerName": "default-scheduler"}]}
 
 
 def _pods(
@@ -90,7 +87,7 @@ def _workload(
         init_pods=_pods(init_pods, "init-pod", workloads, labelled),
         measured_pods=_pods(pods, "pod", workloads, labelled),
         num_measured=pods,
-        config=HARMONY_CONFIG if harmony else None,
+        config=_harmony_config() if harmony else None,
         params={
             "nodes": nodes,
             "init_pods": init_pods,
