@@ -379,7 +379,9 @@ class SchedulingQueue:
         count = qp.consecutive_errors_count or qp.unschedulable_count
         if count == 0 or self.max_backoff == 0:
             return 0.0
-        duration = self.initial_backoff * 2.0 ** (count - 1)
+        # Past 2^63 the cap has long been reached; stop there so a pod retried thousands of times
+        # cannot overflow the float.
+        duration = self.initial_backoff * 2.0 ** min(count - 1, 63)
         return self.max_backoff if duration > self.max_backoff else duration
 
     def is_backing_off(self, qp: QueuedPodInfo) -> bool:

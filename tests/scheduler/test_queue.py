@@ -99,6 +99,7 @@ def test_active_queue_orders_by_priority_then_arrival():
         (4, 0, 8.0),
         (5, 0, 10.0),
         (9, 0, 10.0),
+        (5000, 0, 10.0),  # thousands of retries stay at the cap (no float overflow)
         (7, 1, 1.0),
         (7, 3, 4.0),
     ],
