@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class PluginError(RuntimeError):
+    """Raised by a plugin for an internal error; becomes an Error status naming the plugin."""
 
 
 class CycleState:
@@ -26,6 +32,14 @@ class CycleState:
     def read(self, key: str) -> Any:
         """The value written under ``key``; ``KeyError`` if the producing extension point did not run."""
         return self._data[key]
+
+    def read_as(self, key: str, kind: type[T], context: str = "reading") -> T:
+        """The ``kind`` value under ``key``, or a ``PluginError`` worded as upstream's
+        ``<context> "<key>" from cycleState: not found``."""
+        value = self._data.get(key)
+        if not isinstance(value, kind):
+            raise PluginError(f'{context} "{key}" from cycleState: not found')
+        return value
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)

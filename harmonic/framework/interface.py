@@ -16,6 +16,7 @@ import numpy as np
 
 from harmonic.api.pod import Pod
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.cycle_state import PluginError as PluginError  # re-exported: plugins raise it
 from harmonic.framework.events import ALL_EVENTS, EventWithHint
 from harmonic.framework.snapshot import NodeInfo, Snapshot
 from harmonic.framework.status import Status
@@ -313,10 +314,6 @@ class BindPlugin(Plugin):
 class PostBindPlugin(Plugin):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         raise NotImplementedError
-
-
-class PluginError(RuntimeError):
-    """Raised by a plugin for an internal error; becomes an Error status naming the plugin."""
 
 
 EXTENSION_POINTS: dict[str, type[Plugin]] = {

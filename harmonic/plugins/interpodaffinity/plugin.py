@@ -15,7 +15,6 @@ from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint,
 from harmonic.framework.interface import (
     FilterPlugin,
     Handle,
-    PluginError,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -96,11 +95,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return None, None
 
     def _pre_filter_state(self, state: CycleState) -> filtering.PreFilterState:
-        s = state.get(PRE_FILTER_KEY)
-        if s is None:
-            raise PluginError(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
-        assert isinstance(s, filtering.PreFilterState)
-        return s
+        return state.read_as(PRE_FILTER_KEY, filtering.PreFilterState, "error reading")
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, slot: int) -> Status | None:
         filtering.update_with_pod(self._pre_filter_state(state), self.handle.snapshot, pod, added, slot, 1)
@@ -147,11 +142,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return None
 
     def _pre_score_state(self, state: CycleState) -> scoring.PreScoreState:
-        s = state.get(PRE_SCORE_KEY)
-        if s is None:
-            raise PluginError(f'error reading "{PRE_SCORE_KEY}" from cycleState: not found')
-        assert isinstance(s, scoring.PreScoreState)
-        return s
+        return state.read_as(PRE_SCORE_KEY, scoring.PreScoreState, "error reading")
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
         return scoring.score(self._pre_score_state(state), slots)

@@ -16,7 +16,6 @@ from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint,
 from harmonic.framework.interface import (
     FilterPlugin,
     Handle,
-    PluginError,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -84,11 +83,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return None, None
 
     def _pre_filter_state(self, state: CycleState) -> filtering.PreFilterState:
-        s = state.get(PRE_FILTER_KEY)
-        if s is None:
-            raise PluginError(f"reading {PRE_FILTER_KEY!r} from cycleState: not found")
-        assert isinstance(s, filtering.PreFilterState)
-        return s
+        return state.read_as(PRE_FILTER_KEY, filtering.PreFilterState)
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, slot: int) -> Status | None:
         filtering.update_with_pod(self._pre_filter_state(state), self.handle.snapshot, pod, added, slot, 1)
@@ -118,11 +113,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return None
 
     def _pre_score_state(self, state: CycleState) -> scoring.PreScoreState:
-        s = state.get(PRE_SCORE_KEY)
-        if s is None:
-            raise PluginError(f"reading {PRE_SCORE_KEY!r} from cycleState: not found")
-        assert isinstance(s, scoring.PreScoreState)
-        return s
+        return state.read_as(PRE_SCORE_KEY, scoring.PreScoreState)
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
         return scoring.score(self._pre_score_state(state), slots)
