@@ -15,6 +15,7 @@ from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
+    from harmonic.signals.service import GraphService
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +319,7 @@ def run(
     from harmonic.cluster.health import HealthServer
     from harmonic.cluster.kube import LiveScheduler, tune_process
     from harmonic.plugins.registry import default_registry
+    from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
     try:
@@ -333,15 +335,20 @@ def run(
             err=True,
         )
         sys.exit(1)
+    graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
     tune_process()
-    live = LiveScheduler(cfg, default_registry(), transport, identity=identity)
+    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
     server = None
     if metrics_port:
         try:
             server = HealthServer(
-                bind_address, metrics_port, live.metrics.exposition, live.health_checks(), live.ready_checks()
+                bind_address,
+                metrics_port,
+                lambda: live.metrics.exposition() + signals_exposition(),
+                live.health_checks(),
+                live.ready_checks(),
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
@@ -349,10 +356,28 @@ def run(
         server.start()
     signal.signal(signal.SIGTERM, lambda *_: live.stop())
     signal.signal(signal.SIGINT, lambda *_: live.stop())
-    code = live.run(sync_timeout)
+    for graph in graphs.values():
+        graph.start()
+    try:
+        code = live.run(sync_timeout)
+    finally:
+        for graph in graphs.values():
+            graph.stop()
     if server is not None:
         server.stop()
     sys.exit(code)
+
+
+def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
+    """The affinity graph the configuration's CommunicationAffinity profiles read (exit 1 naming the
+    problem when its telemetry args cannot be built)."""
+    from harmonic.plugins.communicationaffinity.setup import graph_services
+
+    try:
+        return graph_services(cfg)
+    except (ConfigError, OSError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
 
 
 @main.group()
@@ -476,6 +501,7 @@ def extender(
     except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
+    graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
     live = LiveCluster(transport) if transport is not None else None
     try:
@@ -485,7 +511,7 @@ def extender(
             profile=profile,
             cache=live.cache if live else None,
             client=live.client if live else None,
-            services=live.services if live else None,
+            services={**(live.services if live else {}), **graphs},
         )
     except ValueError as e:
         click.echo(f"error: {e}", err=True)
@@ -521,9 +547,13 @@ def extender(
         )
         live.start()
     log.info("serving the extender verbs", extra={"url": url})
+    for graph in graphs.values():
+        graph.start()
     try:
         server.run()
     finally:
+        for graph in graphs.values():
+            graph.stop()
         if live is not None:
             live.stop()
         log.info("stopped", extra={"url": url})

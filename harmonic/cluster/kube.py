@@ -219,6 +219,7 @@ class LiveScheduler:
     ``identity``: the leader-election holder identity (``hostname_uuid`` by default).
     ``informer_backoff``: makes each informer's reconnect backoff (tests use short ones).
     ``events_api``: force ``events.k8s.io/v1`` or ``v1`` Events instead of asking the server.
+    ``services``: handle services beside the cluster's own (e.g. the ``affinity_graph``).
     """
 
     def __init__(
@@ -234,6 +235,7 @@ class LiveScheduler:
         event_retry_sleep: float = 10.0,
         events_api: str | None = None,
         seed: int = 0,
+        services: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
         self.transport = transport
@@ -271,7 +273,7 @@ class LiveScheduler:
             self.client,
             seed=seed,
             binder=ThreadBinder(bind_workers),
-            services=plugin_services.services,
+            services={**plugin_services.services, **(services or {})},
             observer=self.metrics,
             recorder=self.metrics,
         )

@@ -78,6 +78,10 @@ class TelemetryConfig(PluginArgs):
     half_life_seconds: float = Field(default=600.0, gt=0)
     weight_by: WeightBy = WeightBy.REQUESTS
 
+    @property
+    def has_sources(self) -> bool:
+        return self.prometheus is not None or bool(self.topologies) or bool(self.app_group_files)
+
     def build(self) -> GraphService:
         """Sources and graph as configured (reads topology/AppGroup files now; errors name them)."""
         sources: list[TelemetrySource] = []

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+#: Their own registry: ``harmonic run`` serves it beside the scheduler's metrics.
+REGISTRY = CollectorRegistry()
 
 TELEMETRY_UP = Gauge(
-    "harmonic_telemetry_up", "1 if the last read of a telemetry source gave a signal, else 0.", ["source"]
+    "harmonic_telemetry_up",
+    "1 if the last read of a telemetry source gave a signal, else 0.",
+    ["source"],
+    registry=REGISTRY,
 )
 TELEMETRY_FAILURES = Counter(
     "harmonic_telemetry_failures_total",
     "Reads of a telemetry source that gave no signal.",
     ["source", "reason"],
+    registry=REGISTRY,
 )
 TELEMETRY_SKIPPED_SERIES = Counter(
     "harmonic_telemetry_skipped_series_total",
     "Series a telemetry source skipped (odd labels, bad values).",
     ["source"],
+    registry=REGISTRY,
 )
-GRAPH_EDGES = Gauge("harmonic_affinity_graph_edges", "Edges in the affinity graph.")
+GRAPH_EDGES = Gauge("harmonic_affinity_graph_edges", "Edges in the affinity graph.", registry=REGISTRY)
 GRAPH_VERSION = Gauge(
-    "harmonic_affinity_graph_version", "Version of the affinity graph (bumped per refresh)."
+    "harmonic_affinity_graph_version",
+    "Version of the affinity graph (bumped per refresh).",
+    registry=REGISTRY,
 )
+
+
+def exposition() -> bytes:
+    """These metrics in the Prometheus text format."""
+    return generate_latest(REGISTRY)

@@ -91,7 +91,7 @@ def graph_service_for(profile: Profile, world: World) -> GraphService | None:
     if PLUGIN not in profile.plugin_names:
         return None
     telemetry: TelemetryConfig | None = getattr(profile.args[PLUGIN], "telemetry", None)
-    if telemetry is not None and (telemetry.prometheus or telemetry.topologies or telemetry.app_group_files):
+    if telemetry is not None and telemetry.has_sources:
         return telemetry.build()
     cfg = telemetry or TelemetryConfig()
     sources: list[TelemetrySource] = [TopologySeed(world.plan.topologies), SimMesh(world)]

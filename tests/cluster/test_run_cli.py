@@ -89,3 +89,88 @@ def test_run_reports_a_missing_kubeconfig(tmp_path: Path):
     )
     assert result.exit_code == 1
     assert result.output.startswith(f"error: cannot load cluster configuration from {tmp_path / 'nope'}")
+
+
+BOUTIQUE = Path(__file__).resolve().parents[2] / "harmonic" / "data" / "topologies" / "online-boutique.json"
+
+
+def test_run_feeds_communication_affinity_the_configured_telemetry(api: ApiServerDouble, tmp_path: Path):
+    """The harmonic plugins on a live cluster: the affinity graph is built from the profile's
+    telemetry args at start-up, refreshed in the background and reported on /metrics."""
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+                "clientConnection": {"kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig"))},
+                "profiles": [
+                    {
+                        "schedulerName": "harmonic",
+                        "plugins": {
+                            "multiPoint": {
+                                "enabled": [{"name": "CommunicationAffinity"}, {"name": "Dissonance"}]
+                            }
+                        },
+                        "pluginConfig": [
+                            {
+                                "name": "CommunicationAffinity",
+                                "args": {
+                                    "telemetry": {
+                                        "topologies": [{"file": str(BOUTIQUE), "namespace": "shop"}]
+                                    }
+                                },
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    for n in ("a", "b"):
+        api.create("nodes", node(n).obj())
+    api.create("pods", pod("frontend-1").ns("shop").label("app", "frontend").scheduler("harmonic").obj())
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--metrics-port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: "shop/frontend-1" in api.pod_placement(), timeout=30)
+        metrics = urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        edges = [line for line in metrics.splitlines() if line.startswith("harmonic_affinity_graph_edges ")]
+        assert edges and float(edges[0].split()[1]) > 0, metrics[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+
+
+def test_run_reports_a_missing_topology_file(tmp_path: Path):
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "leaderElection": {"leaderElect": False},
+                "profiles": [
+                    {
+                        "plugins": {"multiPoint": {"enabled": [{"name": "CommunicationAffinity"}]}},
+                        "pluginConfig": [
+                            {
+                                "name": "CommunicationAffinity",
+                                "args": {
+                                    "telemetry": {"topologies": [{"file": str(tmp_path / "gone.json")}]}
+                                },
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and "gone.json" in result.output
