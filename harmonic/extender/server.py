@@ -40,6 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from harmonic.extender import wire
 from harmonic.extender.engine import Extender, ExtenderError
 from harmonic.extender.wire import WireError
+from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ class _Metrics:
         )
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        # The signals' metrics (telemetry health, affinity graph) beside the extender's own.
+        return generate_latest(self.registry) + signals_exposition()
 
 
 class ExtenderApp:

@@ -326,6 +326,8 @@ def test_metrics_count_requests_by_verb_and_code(serve):
     assert 'harmonic_extender_requests_total{code="200",verb="filter"} 1.0' in lines
     assert 'harmonic_extender_requests_total{code="400",verb="filter"} 1.0' in lines
     assert 'harmonic_extender_request_duration_seconds_count{verb="filter"} 1.0' in lines
+    # the signals' metrics are served beside them
+    assert any(line.startswith("# TYPE harmonic_affinity_graph_edges gauge") for line in lines)
 
 
 # ---------------------------------------------------------------- TLS
