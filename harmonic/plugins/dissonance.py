@@ -86,14 +86,6 @@ class ClassLoad:
             self.pod_added(snap, slot, pod)
         snap.listeners.append(self)
 
-    @property
-    def cpu(self) -> np.ndarray:
-        return self.table[:, : len(CLASSES)]
-
-    @property
-    def count(self) -> np.ndarray:
-        return self.table[:, len(CLASSES) :]
-
     def _grow(self, capacity: int) -> None:
         extra = capacity - len(self.table)
         if extra > 0:
