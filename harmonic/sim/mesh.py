@@ -21,6 +21,7 @@ import numpy as np
 
 from harmonic.framework.config import Profile
 from harmonic.framework.snapshot import CPU_COL
+from harmonic.plugins.communicationaffinity.setup import PLUGIN, profile_telemetry
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.config import TelemetryConfig
 from harmonic.signals.dissonance import DissonanceModel
@@ -32,8 +33,6 @@ from harmonic.sim.topology import TopologyInstance
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
-
-PLUGIN = "CommunicationAffinity"
 
 
 def _samples(topo: TopologyInstance, running_only: bool, world: World | None) -> list[TrafficSample]:
@@ -90,7 +89,7 @@ def graph_service_for(profile: Profile, world: World) -> GraphService | None:
     """The ``affinity_graph`` service for a profile that enables CommunicationAffinity, else None."""
     if PLUGIN not in profile.plugin_names:
         return None
-    telemetry: TelemetryConfig | None = getattr(profile.args[PLUGIN], "telemetry", None)
+    telemetry = profile_telemetry(profile)
     if telemetry is not None and telemetry.has_sources:
         return telemetry.build()
     cfg = telemetry or TelemetryConfig()

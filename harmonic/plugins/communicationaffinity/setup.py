@@ -10,7 +10,7 @@ when a profile gives no telemetry (``harmonic.sim.mesh``).
 
 from __future__ import annotations
 
-from harmonic.framework.config import ConfigError, SchedulerConfiguration
+from harmonic.framework.config import ConfigError, Profile, SchedulerConfiguration
 from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE, CommunicationAffinity
 from harmonic.signals.config import TelemetryConfig
 from harmonic.signals.service import GraphService
@@ -18,14 +18,21 @@ from harmonic.signals.service import GraphService
 PLUGIN = CommunicationAffinity.NAME
 
 
+def profile_telemetry(profile: Profile) -> TelemetryConfig | None:
+    """The telemetry args of ``profile``'s CommunicationAffinity (None: the plugin is not enabled or
+    has no ``telemetry``)."""
+    if PLUGIN not in profile.plugin_names:
+        return None
+    telemetry: TelemetryConfig | None = getattr(profile.args[PLUGIN], "telemetry", None)
+    return telemetry
+
+
 def configured_telemetry(config: SchedulerConfiguration) -> TelemetryConfig | None:
     """The telemetry the CommunicationAffinity profiles configure (None: none does); a ConfigError
     when two profiles configure different telemetry."""
     found: dict[str, TelemetryConfig] = {}
     for profile in config.profiles:
-        if PLUGIN not in profile.plugin_names:
-            continue
-        telemetry: TelemetryConfig | None = getattr(profile.args[PLUGIN], "telemetry", None)
+        telemetry = profile_telemetry(profile)
         if telemetry is not None and telemetry.has_sources:
             found[profile.scheduler_name] = telemetry
     if not found:
