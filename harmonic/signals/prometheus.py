@@ -79,6 +79,8 @@ class PrometheusSource:
     queries: MeshQueries | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
+    #: How requests reach the server (default: the network); the simulator answers them from its mesh.
+    transport: httpx.BaseTransport | None = None
 
     def __post_init__(self) -> None:
         if self.queries is None:
@@ -89,7 +91,10 @@ class PrometheusSource:
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
         self._client = httpx.Client(
-            base_url=self.url.rstrip("/"), timeout=self.timeout, headers=dict(self.headers)
+            base_url=self.url.rstrip("/"),
+            timeout=self.timeout,
+            headers=dict(self.headers),
+            transport=self.transport,
         )
 
     def close(self) -> None:

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harmonic.api.node import Node, parse_node
+from harmonic.api.node import ZONE_LABEL, Node, parse_node
 from harmonic.api.pod import parse_pod
+from harmonic.api.resources import CPU
 from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, parse_tolerations
 from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.registry import Registry
@@ -35,7 +36,7 @@ from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
 from harmonic.sim import workloads as wl
-from harmonic.sim.mesh import graph_service_for
+from harmonic.sim.mesh import MeshCounters, graph_service_for
 from harmonic.sim.objects import UNREACHABLE_TAINT
 from harmonic.sim.plan import (
     AddNodes,
@@ -44,11 +45,14 @@ from harmonic.sim.plan import (
     DeletePods,
     DrainNode,
     FailNode,
+    FailZone,
     Plan,
+    RestoreZone,
     Scale,
     Timed,
 )
 from harmonic.sim.profiles import ProfileRun
+from harmonic.sim.truth.observer import TruthObserver
 
 Obj = Mapping[str, Any]
 DRAIN_RETRY_SECONDS = 5.0
@@ -92,6 +96,7 @@ class World:
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
         services = self.cluster.scheduler_services()
+        self.mesh_counters: MeshCounters | None = None
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
             services[GRAPH_SERVICE] = self.graph
@@ -113,6 +118,9 @@ class World:
         self.records: dict[str, PodRecord] = {}
         self.node_views: dict[str, Node] = {}
         self.failed_nodes: set[str] = set()
+        self.failed_zones: set[str] = set()
+        #: CPU request (cores) x run time of every pod that succeeded.
+        self.cpu_seconds_completed = 0.0
         #: workload -> node -> running replicas.
         self.replicas_on: dict[str, Counter[str]] = defaultdict(Counter)
         #: node -> bound pods not owned by a DaemonSet.
@@ -125,6 +133,7 @@ class World:
         self.wall_seconds = 0.0
         self._deleting: dict[str, str] = {}
         self._creating: tuple[wl.Controller | None, float | None] | None = None
+        self.truth = TruthObserver(self)
         self.recorder = Recorder(self)
 
     # ================================================================== Host (for controllers)
@@ -227,6 +236,9 @@ class World:
         self.replicas_on[rec.workload][node] += 1
         if not rec.daemon:
             self.workload_pods_on[node] += 1
+        self.truth.bound(rec)
+        if rec.workload in self.truth.topology_workloads:
+            self._traffic_changed()
         if rec.run_for is not None:
             key, uid = rec.key, rec.uid
             self.after(rec.run_for, lambda: self._finish(key, uid))
@@ -241,6 +253,10 @@ class World:
         if rec is None:
             return
         reason = self._deleting.pop(key, REASON_PREEMPTED)
+        self.truth.gone(rec)
+        if reason == wl.REASON_SUCCEEDED and rec.bound_at is not None:
+            cores = parse_pod(pod).requests.get(CPU, 0) / 1000
+            self.cpu_seconds_completed += cores * (self.clock.now() - rec.bound_at)
         if rec.node is not None:
             self.replicas_on[rec.workload][rec.node] -= 1
             if not self.replicas_on[rec.workload][rec.node]:
@@ -250,6 +266,8 @@ class World:
                 if not self.workload_pods_on[rec.node]:
                     del self.workload_pods_on[rec.node]
         self.stats[_STAT_OF.get(reason, "pods_deleted")] += 1
+        if rec.workload in self.truth.topology_workloads:
+            self._traffic_changed()
         if rec.owner is not None:
             rec.owner.pod_gone(key, reason)
 
@@ -280,6 +298,14 @@ class World:
             self._drain(a, timed.origin)
         elif isinstance(a, FailNode):
             self._fail(a.node)
+        elif isinstance(a, FailZone):
+            self.failed_zones.add(a.zone)
+            for name in self._zone_nodes(a.zone):
+                self._fail(name)
+        elif isinstance(a, RestoreZone):
+            self.failed_zones.discard(a.zone)
+            for name in self._zone_nodes(a.zone):
+                self._restore(name)
         elif isinstance(a, Scale):
             target = self.controllers.get(a.key)
             if target is None:
@@ -309,10 +335,34 @@ class World:
             {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}
         ]
         self.failed_nodes.add(name)
+        self._traffic_changed()
         new = {**raw, "spec": {**(raw.get("spec") or {}), "taints": taints}, "status": status}
         self.cluster.update_node(new)
         for rec in [r for r in self.records.values() if r.node == name]:
             self._taint_eviction(rec)
+
+    def _traffic_changed(self) -> None:
+        if self.mesh_counters is not None:
+            self.mesh_counters.observe(self.clock.now())
+
+    def _zone_nodes(self, zone: str) -> list[str]:
+        return sorted(n for n, v in self.node_views.items() if v.labels.get(ZONE_LABEL) == zone)
+
+    def _restore(self, name: str) -> None:
+        """The node answers again: Ready, and the node lifecycle controller removes its taints."""
+        if name not in self.cluster.nodes or name not in self.failed_nodes:
+            return
+        raw = self.cluster.nodes[name]
+        taints = [t for t in (raw.get("spec") or {}).get("taints") or () if t.get("key") != UNREACHABLE_TAINT]
+        status = dict(raw.get("status") or {})
+        status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != "Ready"] + [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+        ]
+        self.failed_nodes.discard(name)
+        self._traffic_changed()
+        self.cluster.update_node(
+            {**raw, "spec": {**(raw.get("spec") or {}), "taints": taints}, "status": status}
+        )
 
     def _taint_eviction(self, rec: PodRecord) -> None:
         """The taint manager: evict a pod on an unreachable node when its toleration runs out."""
@@ -332,7 +382,9 @@ class World:
 
         def evict() -> None:
             cur = self.records.get(key)
-            if cur is not None and cur.uid == uid and cur.node == node:
+            # A node that came back before the toleration ran out keeps its pods (the taint manager
+            # cancels evictions when the taint goes).
+            if cur is not None and cur.uid == uid and cur.node == node and node in self.failed_nodes:
                 self.delete_pod(key, REASON_NODE_FAILED)
 
         self.after(delay, evict)
@@ -471,8 +523,6 @@ class World:
         return [r for r in self.records.values() if r.node is None]
 
     def zone_of(self) -> dict[str, str]:
-        from harmonic.api.node import ZONE_LABEL
-
         return {n: v.labels.get(ZONE_LABEL, "") for n, v in self.node_views.items()}
 
 

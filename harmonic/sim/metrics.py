@@ -2,8 +2,9 @@
 
 Every ``sampleInterval`` (and at the end) a sample records: pending pods, running pods, nodes in use
 (nodes running at least one pod that is not a DaemonSet's), per-node CPU and memory allocation
-(requested / allocatable over the nodes that are not failed), and per topology the traffic locality
-(``topology.locality``). The summary (``summarize``) is documented key by key in docs/simulator.md;
+(requested / allocatable over the nodes that are not failed), the model's predicted latency-critical
+slowdown (a model figure, ``model_figures``), and the ground truth's measures (``truth.observer``:
+traffic locality under the routing in force, user-request latency, true interference, survivability). The summary (``summarize``) is documented key by key in docs/simulator.md;
 keys ending in ``_seconds`` of wall time and ``decisions_per_second`` are the only ones that vary
 between runs of the same scenario and seed.
 
@@ -25,8 +26,8 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, PODS_COL
-from harmonic.sim.mesh import latency_critical_slowdowns
-from harmonic.sim.topology import locality
+from harmonic.sim.model_figures import latency_critical_slowdowns
+from harmonic.sim.truth.observer import TrafficSeries
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
@@ -34,20 +35,6 @@ if TYPE_CHECKING:
 #: Wall-clock fields: everything else in metrics.json is the same for the same scenario and seed.
 WALL_CLOCK_KEYS = frozenset({"wall_seconds", "scheduling_seconds", "decisions_per_second"})
 _FIT_PREFIX = re.compile(r"^0/\d+ nodes are available: ")
-
-
-@dataclass
-class TrafficSeries:
-    cross_node: list[float | None] = field(default_factory=list)
-    cross_zone: list[float | None] = field(default_factory=list)
-    latency_ms: list[float | None] = field(default_factory=list)
-    # Traffic-weighted sums over samples, for the time averages.
-    served: float = 0.0
-    total: float = 0.0
-    cross_node_sum: float = 0.0
-    cross_zone_sum: float = 0.0
-    latency_sum: float = 0.0
-    latency_samples: int = 0
 
 
 @dataclass
@@ -60,8 +47,7 @@ class Series:
     cpu_std: list[float] = field(default_factory=list)
     memory_mean: list[float] = field(default_factory=list)
     memory_std: list[float] = field(default_factory=list)
-    traffic: dict[str, TrafficSeries] = field(default_factory=dict)
-    #: Mean predicted slowdown of the running latency-critical pods (None: none running).
+    #: Mean slowdown the Dissonance model predicts for the running latency-critical pods (None: none).
     lc_slowdown: list[float | None] = field(default_factory=list)
     #: Every (sample, latency-critical pod) slowdown, for the overall mean and p95.
     lc_slowdown_all: list[float] = field(default_factory=list)
@@ -108,24 +94,7 @@ class Recorder:
         s.lc_slowdown_all.extend(slowdowns)
         if final:
             self.final_allocation = {n: (float(c), float(m)) for n, c, m in zip(names, cpu, mem, strict=True)}
-        zone_of = w.zone_of() if w.plan.topologies else {}
-        for topo in w.plan.topologies:
-            ts = s.traffic.setdefault(topo.namespace, TrafficSeries())
-            loc = locality(topo, w.replicas_on, zone_of, w.plan.network)
-            ts.total += loc.requests_per_second
-            if loc.served > 0:
-                ts.served += loc.served
-                ts.cross_node_sum += loc.cross_node
-                ts.cross_zone_sum += loc.cross_zone
-                ts.latency_sum += loc.added_latency_ms
-                ts.latency_samples += 1
-                ts.cross_node.append(loc.cross_node / loc.served)
-                ts.cross_zone.append(loc.cross_zone / loc.served)
-                ts.latency_ms.append(loc.added_latency_ms)
-            else:
-                ts.cross_node.append(None)
-                ts.cross_zone.append(None)
-                ts.latency_ms.append(None)
+        w.truth.sample()
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -225,7 +194,7 @@ def summarize(world: World) -> dict[str, Any]:
     served = total = cross_node = cross_zone = 0.0
     latency_weighted = latency_rate = 0.0
     for topo in world.plan.topologies:
-        ts = s.traffic.get(topo.namespace, TrafficSeries())
+        ts = world.truth.series.traffic.get(topo.namespace, TrafficSeries())
         served += ts.served
         total += ts.total
         cross_node += ts.cross_node_sum
@@ -237,6 +206,7 @@ def summarize(world: World) -> dict[str, Any]:
         traffic[topo.namespace] = {
             "topology": topo.name,
             "user_rate": topo.user_rate,
+            "routing": topo.routing,
             "cross_node_traffic_share": _share(ts.cross_node_sum, ts.served),
             "cross_zone_traffic_share": _share(ts.cross_zone_sum, ts.served),
             "unserved_traffic_share": _share(ts.total - ts.served, ts.total),
@@ -250,6 +220,7 @@ def summarize(world: World) -> dict[str, Any]:
         "pending_reasons": reasons,
         "pods_running": len(world.records) - len(shapes),
         "pods_completed": world.stats["pods_completed"],
+        "cpu_seconds_completed": round(world.cpu_seconds_completed, 3),
         "pods_deleted": world.stats["pods_deleted"],
         "pods_evicted": world.stats["pods_evicted"],
         "pods_preempted": world.stats["pods_preempted"],
@@ -284,6 +255,7 @@ def summarize(world: World) -> dict[str, Any]:
         if s.lc_slowdown_all
         else None,
         "latency_critical_slowdown_p95": _percentile(s.lc_slowdown_all, 95) if s.lc_slowdown_all else None,
+        **world.truth.summary(),
         "traffic": traffic,
         "virtual_seconds": round(world.clock.now(), 6),
         "notes": list(world.notes),

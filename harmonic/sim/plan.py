@@ -32,6 +32,7 @@ from harmonic.sim.scenario import (
     DeploymentScaled,
     Distribution,
     ManifestsWorkload,
+    MeshTelemetry,
     NetworkModel,
     NodeAdded,
     NodeDrained,
@@ -40,8 +41,12 @@ from harmonic.sim.scenario import (
     PodsDeleted,
     Scenario,
     TopologyWorkload,
+    ZoneFailed,
+    ZoneRestored,
 )
 from harmonic.sim.topology import TopologyInstance, deployments, instance, load_topology
+from harmonic.sim.truth.config import GroundTruth
+from harmonic.sim.truth.interference import workload_matches
 
 Obj = dict[str, Any]
 POOL_LABEL = "harmonic.dev/node-pool"
@@ -76,6 +81,16 @@ class FailNode:
 
 
 @dataclass(frozen=True)
+class FailZone:
+    zone: str
+
+
+@dataclass(frozen=True)
+class RestoreZone:
+    zone: str
+
+
+@dataclass(frozen=True)
 class Scale:
     key: str
     replicas: int
@@ -89,7 +104,17 @@ class DeletePods:
     count: int | None
 
 
-Action = CreateObject | DeleteObject | AddNodes | DrainNode | FailNode | Scale | DeletePods
+Action = (
+    CreateObject
+    | DeleteObject
+    | AddNodes
+    | DrainNode
+    | FailNode
+    | FailZone
+    | RestoreZone
+    | Scale
+    | DeletePods
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +143,12 @@ class Plan:
     inert: dict[str, int] = field(default_factory=dict)
     #: Trace rows left out, by reason.
     trace_skipped: dict[str, int] = field(default_factory=dict)
+    ground_truth: GroundTruth = field(default_factory=GroundTruth)
+    mesh: MeshTelemetry = field(default_factory=MeshTelemetry)
+
+    @property
+    def has_zone_outage(self) -> bool:
+        return any(isinstance(t.action, FailZone) for t in self.timeline)
 
 
 # --------------------------------------------------------------------------- nodes
@@ -168,6 +199,8 @@ class _Builder:
         self.pool_next: dict[str, int] = {}
         self.pools: dict[str, NodePool] = {}
         self.node_names: dict[str, float] = {}
+        #: zone -> when its first node exists.
+        self.zones: dict[str, float] = {}
 
     def add(self, time: float, action: Action, origin: str) -> None:
         self.timeline.append(Timed(time, len(self.timeline), action, origin))
@@ -210,7 +243,13 @@ class _Builder:
             if name in self.node_names:
                 raise ScenarioError(self.source, "cluster", f"node {name!r} is defined twice")
             self.node_names[name] = 0.0
+            self._zone_seen(n, 0.0)
         return nodes
+
+    def _zone_seen(self, node: Obj, at: float) -> None:
+        zone = ((node.get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL)
+        if zone and at < self.zones.get(zone, math.inf):
+            self.zones[zone] = at
 
     # ------------------------------------------------------------------ workloads
     def workloads(self, extra: Sequence[TopologyWorkload]) -> None:
@@ -262,7 +301,7 @@ class _Builder:
             obj = check_object(raw, label, ns, self.priorities, None, self.inert)
             assert obj is not None
             self.create(obj, w.at, None, f"workloads[{i}]")
-        self.topologies.append(instance(data, ns, w.user_rate))
+        self.topologies.append(instance(data, ns, w.user_rate, w.routing or self.sc.routing))
 
     def _arrivals(self, i: int, w: ArrivalsWorkload) -> None:
         where = f"{self.source}: workloads[{i}].template"
@@ -448,6 +487,28 @@ class _Builder:
                     except ObjectError as e:
                         raise ScenarioError(self.source, f"{where}.{e.field}", e.message) from None
                 self.add(ev.at, DeletePods(ev.namespace, tuple(ev.names), sel, ev.count), where)
+            elif isinstance(ev, ZoneFailed | ZoneRestored):
+                if self.zones.get(ev.zone, math.inf) > ev.at:
+                    known = ", ".join(sorted(self.zones)) or "none"
+                    raise ScenarioError(
+                        self.source,
+                        f"{where}.zone",
+                        f"no node in zone {ev.zone!r} at {ev.at:g}s (zones: {known})",
+                    )
+                self.add(
+                    ev.at, FailZone(ev.zone) if isinstance(ev, ZoneFailed) else RestoreZone(ev.zone), where
+                )
+
+    def check_ground_truth(self) -> None:
+        """Every ``groundTruth.workloads`` entry must name a workload of the scenario."""
+        keys = [t.action.obj.key for t in self.timeline if isinstance(t.action, CreateObject)]
+        for i, entry in enumerate(self.sc.ground_truth.workloads):
+            if not any(workload_matches(entry.workload, k) for k in keys):
+                raise ScenarioError(
+                    self.source,
+                    f"groundTruth.workloads[{i}].workload",
+                    f"{entry.workload!r} matches no workload of the scenario",
+                )
 
     def _new_nodes(self, ev: NodeAdded, where: str) -> list[Obj]:
         out: list[Obj] = []
@@ -467,6 +528,7 @@ class _Builder:
             if name in self.node_names:
                 raise ScenarioError(self.source, where, f"node {name!r} already exists")
             self.node_names[name] = ev.at
+            self._zone_seen(n, ev.at)
         return out
 
 
@@ -531,6 +593,7 @@ def build_plan(
     nodes = b.cluster()
     b.workloads(extra_topologies)
     b.events()
+    b.check_ground_truth()
     timeline = sorted(b.timeline, key=lambda t: (t.time, t.seq))
     return Plan(
         name=sc.name,
@@ -545,4 +608,6 @@ def build_plan(
         services=b.services,
         inert=dict(sorted(b.inert.items())),
         trace_skipped=dict(sorted(b.skipped.items())),
+        ground_truth=sc.ground_truth,
+        mesh=sc.mesh,
     )

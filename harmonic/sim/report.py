@@ -66,11 +66,34 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     row("pods evicted / preempted", lambda m: f"{m['pods_evicted']} / {m['pods_preempted']}")
     row("nodes in use (mean)", lambda m: m["nodes_in_use"])
     row("nodes in use (peak)", lambda m: m["nodes_in_use_peak"])
+    row("CPU-seconds completed", lambda m: m["cpu_seconds_completed"])
+    row("zone-failure survivable share", lambda m: m["zone_failure_survivable_share"], pct=True)
+    row("node-failure survivable share", lambda m: m["node_failure_survivable_share"], pct=True)
     row("cross-node traffic share", lambda m: m["cross_node_traffic_share"], pct=True)
     row("cross-zone traffic share", lambda m: m["cross_zone_traffic_share"], pct=True)
-    row("added latency ms / user request", lambda m: m["added_latency_ms_per_user_request"])
-    row("latency-critical slowdown (mean)", lambda m: m["latency_critical_slowdown"], pct=True)
-    row("latency-critical slowdown (p95)", lambda m: m["latency_critical_slowdown_p95"], pct=True)
+    row("added network ms / user request", lambda m: m["added_latency_ms_per_user_request"])
+    apps = sorted({a for m in profiles.values() for a in m["user_request_latency_ms"]})
+    for app in apps:
+        for q in ("p50", "p99"):
+            row(
+                f"{app} request latency {q} (ms)",
+                lambda m, a=app, q=q: (m["user_request_latency_ms"].get(a) or {}).get(q),
+            )
+    for app in sorted({a for m in profiles.values() for a in m.get("requests_served_during_outage", {})}):
+        row(
+            f"{app} requests served in outage",
+            lambda m, a=app: m["requests_served_during_outage"].get(a),
+            pct=True,
+        )
+    row("LC slowdown, truth (mean)", lambda m: m["latency_critical_slowdown_truth"]["mean"], pct=True)
+    row("LC slowdown, truth (p95)", lambda m: m["latency_critical_slowdown_truth"]["p95"], pct=True)
+    for variant in ("x0.5", "x2", "mixed"):
+        row(
+            f"LC slowdown, truth {variant} (mean)",
+            lambda m, v=variant: m["truth_perturbed"][v]["latency_critical_slowdown_truth"]["mean"],
+            pct=True,
+        )
+    row("LC slowdown, model (mean)", lambda m: m["latency_critical_slowdown"], pct=True)
     row("time to schedule p50 (s)", lambda m: m["time_to_schedule_seconds"]["p50"])
     row("time to schedule p99 (s)", lambda m: m["time_to_schedule_seconds"]["p99"])
     row("CPU allocation mean", lambda m: m["allocation"]["cpu"]["mean"], pct=True)
@@ -112,6 +135,7 @@ def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[s
     pending: list[dict[str, Any]] = []
     in_use: list[dict[str, Any]] = []
     locality_t: list[dict[str, Any]] = []
+    latency_t: list[dict[str, Any]] = []
     for i, (name, w) in enumerate(worlds.items()):
         s = w.recorder.series
         colour = _COLOURS[i % len(_COLOURS)]
@@ -120,7 +144,18 @@ def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[s
         util.append(_line(minutes, s.memory_mean, f"{name} memory", colour, percent=True, dash="dot"))
         pending.append(_line(minutes, s.pending, name, colour))
         in_use.append(_line(minutes, s.nodes_in_use, name, colour))
-        for j, (ns, ts) in enumerate(sorted(s.traffic.items())):
+        for j, (ns, ts) in enumerate(sorted(w.truth.series.traffic.items())):
+            p99 = w.truth.series.worlds["truth"].latency_p99.get(ns, [])
+            latency_t.append(
+                _line(
+                    minutes,
+                    p99[: len(minutes)],
+                    f"{name} {ns}",
+                    colour,
+                    False,
+                    ("solid", "dash", "dot", "dashdot")[j % 4],
+                )
+            )
             dash = ("solid", "dash", "dot", "dashdot")[j % 4]
             locality_t.append(_line(minutes, ts.cross_node, f"{name} {ns} cross-node", colour, True, dash))
             locality_t.append(_line(minutes, ts.cross_zone, f"{name} {ns} cross-zone", colour, True, "dot"))
@@ -215,6 +250,16 @@ def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[s
                         "share",
                         yaxis={"title": {"text": "share"}, "tickformat": ".0%"},
                     ),
+                },
+            )
+        )
+    if latency_t:
+        out.append(
+            (
+                "User-request latency (ground truth)",
+                {
+                    "data": latency_t,
+                    "layout": _layout("p99 latency of sampled user requests, per application", "ms"),
                 },
             )
         )

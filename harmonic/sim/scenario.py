@@ -34,6 +34,7 @@ from pydantic.json_schema import JsonSchemaValue
 
 from harmonic.framework.config import parse_duration
 from harmonic.sim.errors import ScenarioError
+from harmonic.sim.truth.config import GroundTruth, Routing
 
 API_VERSION = "harmonic.dev/v1alpha1"
 KIND = "Scenario"
@@ -197,6 +198,8 @@ class TopologyWorkload(_M):
     #: Replicas of every service (default: each service's own ``replicas``).
     replicas: int | None = Field(default=None, ge=1)
     at: Seconds = 0.0
+    #: How its calls pick a replica of the callee (default: the scenario's ``routing``).
+    routing: Routing | None = None
 
 
 class ArrivalsWorkload(_M):
@@ -324,10 +327,45 @@ class PodsDeleted(_M):
         return self
 
 
+class ZoneFailed(_M):
+    """Every node of ``zone`` fails at once (as ``nodeFailed`` does for one node)."""
+
+    type: Literal["zoneFailed"]
+    at: Seconds
+    zone: str = Field(min_length=1)
+
+
+class ZoneRestored(_M):
+    """The failed nodes of ``zone`` come back: Ready again, the ``unreachable`` taints removed."""
+
+    type: Literal["zoneRestored"]
+    at: Seconds
+    zone: str = Field(min_length=1)
+
+
 Event = Annotated[
-    NodeAdded | NodeDrained | NodeFailed | DeploymentScaled | PodsDeleted,
+    NodeAdded | NodeDrained | NodeFailed | DeploymentScaled | PodsDeleted | ZoneFailed | ZoneRestored,
     Field(discriminator="type"),
 ]
+
+
+class MeshTelemetry(_M):
+    """How the simulated service mesh reports the traffic the ground truth produced: Istio request
+    counters read through the Prometheus source (``rate`` over ``window``), ``delay`` behind the world,
+    with relative noise ``noise`` (default: the ground truth's ``measurementNoise``). ``seedTopology``
+    also hands CommunicationAffinity every topology edge before any pod runs: perfect foresight, for
+    runs labelled as seeded."""
+
+    delay: Seconds = 30.0
+    window: Seconds = 300.0
+    noise: float | None = Field(default=None, ge=0, le=2)
+    seed_topology: bool = False
+
+    @model_validator(mode="after")
+    def _window(self) -> MeshTelemetry:
+        if self.window < 1:
+            raise ValueError("window must be at least 1s")
+        return self
 
 
 class Scenario(_M):
@@ -341,6 +379,12 @@ class Scenario(_M):
     #: Period of the samples behind time-averaged metrics and plots.
     sample_interval: Seconds = 60.0
     network: NetworkModel = Field(default_factory=NetworkModel)
+    #: How calls between topology services pick a replica (each topology workload may override it).
+    routing: Routing = "random"
+    #: The world's real interference, service times and measurement noise (docs/simulator.md).
+    ground_truth: GroundTruth = Field(default_factory=GroundTruth)
+    #: How the simulated mesh reports traffic to CommunicationAffinity.
+    mesh: MeshTelemetry = Field(default_factory=MeshTelemetry)
     cluster: Cluster
     workloads: list[Workload] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)

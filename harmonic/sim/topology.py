@@ -4,23 +4,14 @@ Each service becomes a Deployment ``<service>`` in the topology's namespace: ``r
 container requesting ``cpu_request``/``memory_request``, labelled ``app``, ``app.kubernetes.io/name``,
 ``app.kubernetes.io/part-of`` (the topology) and ``app.kubernetes.io/component`` (the service's kind).
 
-Traffic model: an edge ``src -> dst`` with ``weight`` w (calls per user action) carries
-``w * userRate`` requests per second. Calls are spread evenly over the running replicas of the source
-and each goes to a uniformly chosen running replica of the destination, so the pair (i, j) carries
-``1 / (|S| |D|)`` of the edge's calls. A call crosses nodes (zones) when i and j run on different nodes
-(zones). Over an edge, the share crossing nodes is ``1 - sum_n s_n d_n / (|S| |D|)`` with ``s_n``/``d_n``
-the replicas on node n; zones likewise. An edge with no running replica at either end is *unserved*.
-
-Latency model: a call adds ``sameNodeMs``, ``crossNodeMs`` (another node in the same zone) or
-``crossZoneMs`` of round-trip network latency; a user action makes ``w`` calls on each edge, counted as
-if made one after another (an upper bound: parallel calls overlap), so the added latency per user
-request is ``sum_edges w * E[added latency of one call]``.
+Each service may give ``service_time_ms``: the time one call takes at an idle, undisturbed replica (the
+ground truth's default when absent). How calls spread over replicas, and what they cost, is the ground
+truth's business (``harmonic.sim.truth``).
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +19,6 @@ from typing import Any
 
 from harmonic.api.quantity import QuantityError, parse_quantity
 from harmonic.sim.errors import ScenarioError
-from harmonic.sim.scenario import NetworkModel
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "topologies"
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -51,21 +41,14 @@ class TopologyInstance:
     user_rate: float
     services: tuple[str, ...]
     edges: tuple[Edge, ...]
+    #: How a call picks a replica of its callee: random, preferZone or preferNode.
+    routing: str = "random"
+    #: Per service, its own service time in ms when the topology gives one.
+    service_time_ms: tuple[tuple[str, float], ...] = ()
 
     def workload(self, service: str) -> str:
         """The key of the Deployment that runs ``service`` (the engine's workload identity)."""
         return f"Deployment/{self.namespace}/{service}"
-
-
-@dataclass(frozen=True)
-class Locality:
-    """Traffic-weighted placement quality of one topology at one instant."""
-
-    requests_per_second: float
-    served: float  # requests/s on edges with running replicas at both ends
-    cross_node: float  # requests/s crossing nodes
-    cross_zone: float  # requests/s crossing zones
-    added_latency_ms: float  # per user request
 
 
 def bundled_topologies() -> list[str]:
@@ -113,6 +96,9 @@ def validate_topology(data: Any, source: str) -> None:
                     parse_quantity(s[key])
                 except QuantityError as e:
                     raise ScenarioError(source, f"{where}.{key}", str(e)) from None
+        st = s.get("service_time_ms")
+        if st is not None and (not isinstance(st, int | float) or isinstance(st, bool) or not 0 < st < 1e6):
+            raise ScenarioError(source, f"{where}.service_time_ms", f"{st!r} must be a number of ms > 0")
         r = s.get("replicas", 1)
         if not isinstance(r, int) or isinstance(r, bool) or r < 0:
             raise ScenarioError(source, f"{where}.replicas", f"{r!r} must be a non-negative integer")
@@ -132,13 +118,19 @@ def validate_topology(data: Any, source: str) -> None:
             raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
 
 
-def instance(data: Mapping[str, Any], namespace: str, user_rate: float) -> TopologyInstance:
+def instance(
+    data: Mapping[str, Any], namespace: str, user_rate: float, routing: str = "random"
+) -> TopologyInstance:
     return TopologyInstance(
         name=str(data.get("name") or namespace),
         namespace=namespace,
         user_rate=user_rate,
         services=tuple(str(s["name"]) for s in data["services"]),
         edges=tuple(Edge(str(e["src"]), str(e["dst"]), float(e["weight"])) for e in data["edges"]),
+        routing=routing,
+        service_time_ms=tuple(
+            (str(s["name"]), float(s["service_time_ms"])) for s in data["services"] if "service_time_ms" in s
+        ),
     )
 
 
@@ -176,41 +168,3 @@ def deployments(data: Mapping[str, Any], namespace: str, replicas: int | None) -
             }
         )
     return out
-
-
-def locality(
-    topo: TopologyInstance,
-    replicas_on: Mapping[str, Counter[str]],
-    zone_of: Mapping[str, str],
-    network: NetworkModel,
-) -> Locality:
-    """Where ``replicas_on[workload]`` counts the running replicas of each workload per node."""
-    total = served = cross_node = cross_zone = latency = 0.0
-    for e in topo.edges:
-        rate = e.weight * topo.user_rate
-        total += rate
-        src = replicas_on.get(topo.workload(e.src))
-        dst = replicas_on.get(topo.workload(e.dst))
-        if not src or not dst:
-            continue
-        n_src, n_dst = sum(src.values()), sum(dst.values())
-        pairs = n_src * n_dst
-        same_node = sum(c * dst.get(n, 0) for n, c in src.items()) / pairs
-        src_z: Counter[str] = Counter()
-        dst_z: Counter[str] = Counter()
-        for n, c in src.items():
-            src_z[zone_of.get(n, "")] += c
-        for n, c in dst.items():
-            dst_z[zone_of.get(n, "")] += c
-        same_zone = sum(c * dst_z.get(z, 0) for z, c in src_z.items()) / pairs
-        p_zone = 1.0 - same_zone
-        p_node_only = same_zone - same_node
-        served += rate
-        cross_node += rate * (1.0 - same_node)
-        cross_zone += rate * p_zone
-        latency += e.weight * (
-            same_node * network.same_node_ms
-            + p_node_only * network.cross_node_ms
-            + p_zone * network.cross_zone_ms
-        )
-    return Locality(total, served, cross_node, cross_zone, latency)

@@ -15,7 +15,8 @@ from harmonic.sim.metrics import WALL_CLOCK_KEYS, pending_reason
 from harmonic.sim.profiles import profile_runs
 from harmonic.sim.report import metrics_document
 from harmonic.sim.scenario import NetworkModel
-from harmonic.sim.topology import Edge, TopologyInstance, locality
+from harmonic.sim.topology import Edge
+from harmonic.sim.truth.routing import edge_locality
 
 from .helpers import container, deployment, job, objects, plan_of, run, run_worlds, scenario
 
@@ -158,19 +159,11 @@ ZONES = {"n1": "z1", "n2": "z1", "n3": "z2"}
     ],
 )
 def test_locality_spreads_calls_over_replicas(src, dst, cross_node, cross_zone, latency):
-    topo = TopologyInstance("t", "ns", 10.0, ("a", "b"), EDGE)
-    replicas = {topo.workload("a"): Counter(src), topo.workload("b"): Counter(dst)}
-    loc = locality(topo, replicas, ZONES, NET)
-    assert loc.requests_per_second == loc.served == 20.0
-    assert loc.cross_node == pytest.approx(20.0 * cross_node)
-    assert loc.cross_zone == pytest.approx(20.0 * cross_zone)
-    assert loc.added_latency_ms == pytest.approx(latency)
-
-
-def test_locality_with_a_missing_end_is_unserved():
-    topo = TopologyInstance("t", "ns", 1.0, ("a", "b"), EDGE)
-    loc = locality(topo, {topo.workload("a"): Counter({"n1": 1})}, ZONES, NET)
-    assert (loc.requests_per_second, loc.served, loc.cross_node) == (2.0, 0.0, 0.0)
+    same_node, same_zone = edge_locality(Counter(src), Counter(dst), ZONES, "random")
+    assert 1 - same_node == pytest.approx(cross_node)
+    assert 1 - same_zone == pytest.approx(cross_zone)
+    expected = 2 * (same_node * NET.same_node_ms + (same_zone - same_node) * NET.cross_node_ms)
+    assert expected + 2 * (1 - same_zone) * NET.cross_zone_ms == pytest.approx(latency)
 
 
 def test_profiles_default_plus_bundled_and_config_files(tmp_path):

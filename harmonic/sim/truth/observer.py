@@ -1,0 +1,313 @@
+"""The judge: samples the ground truth of one world over virtual time and summarises it.
+
+Placements come from the simulated cluster (the pods the in-memory API server holds and the nodes they
+are bound to), never from the scheduler's cache, so a cache bug shows up here. A replica counts as
+running — able to answer calls — when its node has not failed. Every sample records, per topology, the
+traffic locality under the routing in force, the end-to-end latency of sampled user requests and the
+share that could be served; the true slowdown of every running latency-critical pod; and which
+Deployments and StatefulSets would survive losing one zone or one node. The same measures are also taken
+in perturbed worlds (``interference.perturbations``): the same placements judged with the truth's
+pressure matrix changed, so a profile that wins only at one set of numbers shows it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harmonic.api.pod import parse_pod
+from harmonic.api.resources import CPU, MEMORY
+from harmonic.signals.identity import WorkloadKey
+from harmonic.sim.topology import TopologyInstance
+from harmonic.sim.truth.interference import LATENCY_CRITICAL, Interference, PodTruth, perturbations
+from harmonic.sim.truth.latency import CallGraph, RequestSampler, arrival_rates, call_graph, mean_sojourn_ms
+from harmonic.sim.truth.routing import edge_locality
+
+if TYPE_CHECKING:
+    from harmonic.sim.engine import PodRecord, World
+
+TRUTH = "truth"
+_SERVING_KINDS = ("Deployment/", "StatefulSet/")
+
+
+@dataclass
+class TrafficSeries:
+    """One topology's traffic over the samples (None where nothing was served)."""
+
+    cross_node: list[float | None] = field(default_factory=list)
+    cross_zone: list[float | None] = field(default_factory=list)
+    latency_ms: list[float | None] = field(default_factory=list)
+    served: float = 0.0
+    total: float = 0.0
+    cross_node_sum: float = 0.0
+    cross_zone_sum: float = 0.0
+    latency_sum: float = 0.0
+    latency_samples: int = 0
+
+
+@dataclass
+class WorldSeries:
+    """What one world (the truth, or a perturbed copy) measured over the samples."""
+
+    lc_slowdown: list[float | None] = field(default_factory=list)
+    lc_slowdown_all: list[float] = field(default_factory=list)
+    #: app -> latencies (ms) of every served sampled request.
+    latency: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
+    #: app -> p99 per sample, for the plots.
+    latency_p99: dict[str, list[float | None]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass
+class TruthSeries:
+    worlds: dict[str, WorldSeries]
+    traffic: dict[str, TrafficSeries] = field(default_factory=dict)
+    zone_survivable: list[float | None] = field(default_factory=list)
+    node_survivable: list[float | None] = field(default_factory=list)
+    #: app -> (sampled requests, served) while a zone was down.
+    outage: dict[str, list[int]] = field(default_factory=dict)
+
+
+class TruthObserver:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        plan = world.plan
+        self.interference = Interference(plan.ground_truth, plan.seed)
+        self.variants: dict[str, np.ndarray | None] = {TRUTH: None, **perturbations(plan.seed)}
+        self.series = TruthSeries({name: WorldSeries() for name in self.variants})
+        self.graphs: dict[str, CallGraph] = {t.namespace: call_graph(t) for t in plan.topologies}
+        self.pods: dict[str, tuple[str, PodTruth]] = {}
+        self.topology_workloads = frozenset(t.workload(s) for t in plan.topologies for s in t.services)
+        self._sample_index = 0
+
+    # ------------------------------------------------------------------ world events
+    def bound(self, rec: PodRecord) -> None:
+        assert rec.node is not None
+        pod = parse_pod(self.world.cluster.pods[rec.key])
+        truth = self.interference.pod(
+            rec.workload, rec.daemon, float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0))
+        )
+        self.pods[rec.key] = (rec.node, truth)
+
+    def gone(self, rec: PodRecord) -> None:
+        self.pods.pop(rec.key, None)
+
+    def workload_traffic(self) -> dict[tuple[WorkloadKey, WorkloadKey], float]:
+        """Requests/s between workloads right now: every topology edge whose two ends have a running
+        replica carries ``weight x userRate`` (what the mesh's sidecars count)."""
+        w = self.world
+        out: dict[tuple[WorkloadKey, WorkloadKey], float] = {}
+        for topo in w.plan.topologies:
+            up = {s for s in topo.services if self._running(topo.workload(s))}
+            for e in topo.edges:
+                if e.src != e.dst and e.weight > 0 and e.src in up and e.dst in up:
+                    key = (WorkloadKey(topo.namespace, e.src), WorkloadKey(topo.namespace, e.dst))
+                    out[key] = out.get(key, 0.0) + e.weight * topo.user_rate
+        return out
+
+    def _running(self, workload: str) -> bool:
+        nodes = self.world.replicas_on.get(workload)
+        failed = self.world.failed_nodes
+        return nodes is not None and any(c > 0 and n not in failed for n, c in nodes.items())
+
+    # ------------------------------------------------------------------ sampling
+    def _live_nodes(self) -> tuple[list[str], dict[str, int], np.ndarray]:
+        w = self.world
+        names = sorted(n for n in w.node_views if n not in w.failed_nodes)
+        index = {n: i for i, n in enumerate(names)}
+        alloc = np.asarray([float(w.node_views[n].allocatable.get(CPU, 0)) for n in names], dtype=np.float64)
+        return names, index, alloc
+
+    def sample(self) -> None:
+        w = self.world
+        names, index, alloc = self._live_nodes()
+        running = [(index[node], key, t) for key, (node, t) in self.pods.items() if node in index]
+        zone_of = w.zone_of()
+        slow: dict[str, np.ndarray] = {}
+        klass = np.zeros(0, dtype=np.int64)
+        if running:
+            node_idx = np.asarray([r[0] for r in running], dtype=np.int64)
+            klass = np.asarray([r[2].klass for r in running], dtype=np.int64)
+            cpu = np.asarray([r[2].cpu_millis for r in running], dtype=np.float64)
+            mult = np.asarray([r[2].multiplier for r in running], dtype=np.float64)
+            for variant, scale in self.variants.items():
+                slow[variant] = self.interference.slowdown_arrays(node_idx, klass, cpu, mult, alloc, scale)
+        lc = klass == LATENCY_CRITICAL
+        for variant, ws in self.series.worlds.items():
+            values = slow[variant][lc].tolist() if running else []
+            ws.lc_slowdown.append(float(np.mean(values)) if values else None)
+            ws.lc_slowdown_all.extend(values)
+        placements = self._placements(names, index)
+        if w.plan.topologies:
+            replicas = self._replica_means(running, names, slow)
+            outage = bool(w.failed_zones)
+            for i, topo in enumerate(w.plan.topologies):
+                self._sample_topology(i, topo, placements, replicas, zone_of, outage)
+        self._availability(placements, zone_of)
+        self._sample_index += 1
+
+    def _replica_means(
+        self, running: list[tuple[int, str, PodTruth]], names: list[str], slow: Mapping[str, np.ndarray]
+    ) -> dict[tuple[str, str], tuple[float, dict[str, float]]]:
+        """(workload, node) -> (mean cores its replicas there request, variant -> their mean slowdown)."""
+        groups: dict[tuple[str, str], int] = {}
+        gid = np.fromiter(
+            (groups.setdefault((t.workload, names[n]), len(groups)) for n, _, t in running),
+            dtype=np.int64,
+            count=len(running),
+        )
+        if not groups:
+            return {}
+        count = np.bincount(gid, minlength=len(groups))
+        cores = np.bincount(gid, weights=[t.cpu_millis / 1000 for _, _, t in running]) / count
+        means = {
+            v: (np.bincount(gid, weights=x, minlength=len(groups)) / count).tolist() for v, x in slow.items()
+        }
+        return {place: (float(cores[g]), {v: m[g] for v, m in means.items()}) for place, g in groups.items()}
+
+    def _placements(self, names: list[str], index: Mapping[str, int]) -> dict[str, Counter[str]]:
+        """workload -> node -> running replicas, on nodes that have not failed."""
+        out: dict[str, Counter[str]] = {}
+        for workload, nodes in self.world.replicas_on.items():
+            live = Counter({n: c for n, c in nodes.items() if c > 0 and n in index})
+            if live:
+                out[workload] = live
+        return out
+
+    def _sample_topology(
+        self,
+        which: int,
+        topo: TopologyInstance,
+        placements: Mapping[str, Counter[str]],
+        replicas: Mapping[tuple[str, str], tuple[float, dict[str, float]]],
+        zone_of: Mapping[str, str],
+        outage: bool,
+    ) -> None:
+        w = self.world
+        gt = w.plan.ground_truth
+        graph = self.graphs[topo.namespace]
+        svc_place: dict[str, Counter[str]] = {
+            s: placements.get(topo.workload(s), Counter()) for s in topo.services
+        }
+        self._traffic(topo, svc_place, zone_of)
+        rates = arrival_rates(topo, graph, svc_place, zone_of)
+        sampler = RequestSampler(topo, graph, svc_place, zone_of, w.plan.network)
+        service_ms = dict(topo.service_time_ms)
+        # The same draws for every variant and every profile: differences come from placements alone.
+        rng = np.random.default_rng([w.plan.seed, self._sample_index, which])
+        paths = sampler.paths(gt.requests_per_sample, rng)
+        served = ~paths.failed
+        if outage:
+            acc = self.series.outage.setdefault(topo.namespace, [0, 0])
+            acc[0] += paths.k
+            acc[1] += int(served.sum())
+        for variant, ws in self.series.worlds.items():
+            sojourn: dict[str, np.ndarray] = {}
+            for s in topo.services:
+                arr = np.zeros(len(sampler.names))
+                for node in svc_place[s]:
+                    cores, sd_of = replicas.get((topo.workload(s), node), (0.0, {}))
+                    sd = sd_of.get(variant, 0.0)
+                    lam = rates.get(s, {}).get(node, 0.0)
+                    arr[sampler.index[node]] = mean_sojourn_ms(
+                        service_ms.get(s, gt.service_time_ms), sd, lam, cores
+                    )
+                sojourn[s] = arr
+            ok = paths.latency_ms(sojourn)[served]
+            ws.latency[topo.namespace].append(ok)
+            ws.latency_p99[topo.namespace].append(float(np.percentile(ok, 99)) if len(ok) else None)
+
+    def _traffic(
+        self, topo: TopologyInstance, svc_place: Mapping[str, Counter[str]], zone_of: Mapping[str, str]
+    ) -> None:
+        net = self.world.plan.network
+        ts = self.series.traffic.setdefault(topo.namespace, TrafficSeries())
+        total = served = cross_node = cross_zone = latency = 0.0
+        for e in topo.edges:
+            rate = e.weight * topo.user_rate
+            total += rate
+            src, dst = svc_place.get(e.src), svc_place.get(e.dst)
+            if not src or not dst:
+                continue
+            same_node, same_zone = edge_locality(src, dst, zone_of, topo.routing)
+            served += rate
+            cross_node += rate * (1.0 - same_node)
+            cross_zone += rate * (1.0 - same_zone)
+            latency += e.weight * (
+                same_node * net.same_node_ms
+                + (same_zone - same_node) * net.cross_node_ms
+                + (1.0 - same_zone) * net.cross_zone_ms
+            )
+        ts.total += total
+        if served > 0:
+            ts.served += served
+            ts.cross_node_sum += cross_node
+            ts.cross_zone_sum += cross_zone
+            ts.latency_sum += latency
+            ts.latency_samples += 1
+            ts.cross_node.append(cross_node / served)
+            ts.cross_zone.append(cross_zone / served)
+            ts.latency_ms.append(latency)
+        else:
+            ts.cross_node.append(None)
+            ts.cross_zone.append(None)
+            ts.latency_ms.append(None)
+
+    def _availability(self, placements: Mapping[str, Counter[str]], zone_of: Mapping[str, str]) -> None:
+        multi = [p for wl, p in placements.items() if wl.startswith(_SERVING_KINDS) and sum(p.values()) >= 2]
+        if not multi:
+            self.series.zone_survivable.append(None)
+            self.series.node_survivable.append(None)
+            return
+        zones = [len({zone_of.get(n, "") for n in p}) >= 2 for p in multi]
+        nodes = [len(p) >= 2 for p in multi]
+        self.series.zone_survivable.append(sum(zones) / len(multi))
+        self.series.node_survivable.append(sum(nodes) / len(multi))
+
+    # ------------------------------------------------------------------ summary
+    def summary(self) -> dict[str, Any]:
+        s = self.series
+        truth = _world_summary(s.worlds[TRUTH])
+        out: dict[str, Any] = {
+            "latency_critical_slowdown_truth": truth["latency_critical_slowdown_truth"],
+            "user_request_latency_ms": truth["user_request_latency_ms"],
+            "zone_failure_survivable_share": _mean(s.zone_survivable),
+            "node_failure_survivable_share": _mean(s.node_survivable),
+            "truth_perturbed": {name: _world_summary(ws) for name, ws in s.worlds.items() if name != TRUTH},
+        }
+        if self.world.plan.has_zone_outage:
+            out["requests_served_during_outage"] = {
+                app: (round(acc[1] / acc[0], 6) if acc[0] else None) for app, acc in sorted(s.outage.items())
+            } or {t.namespace: None for t in self.world.plan.topologies}
+        return out
+
+
+def _world_summary(ws: WorldSeries) -> dict[str, Any]:
+    lc = ws.lc_slowdown_all
+    latency: dict[str, Any] = {}
+    for app, chunks in sorted(ws.latency.items()):
+        values = np.concatenate(chunks) if chunks else np.zeros(0)
+        latency[app] = (
+            {"p50": _round(np.percentile(values, 50)), "p99": _round(np.percentile(values, 99))}
+            if len(values)
+            else {"p50": None, "p99": None}
+        )
+    return {
+        "latency_critical_slowdown_truth": {
+            "mean": _round(np.mean(lc)) if lc else None,
+            "p95": _round(np.percentile(lc, 95)) if lc else None,
+        },
+        "user_request_latency_ms": latency,
+    }
+
+
+def _round(x: Any) -> float:
+    return round(float(x), 6)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return _round(np.mean(known)) if known else None
