@@ -14,12 +14,15 @@ expected to choose this node; for a latency-critical pod, the change in its kind
 batch expected to fill the CPU the node leaves free (docs/harmony.md). The score is
 ``100 - 100 * cost / costScale`` clamped to 0..100: an absolute scale. With
 ``latencyCriticalMaxSlowdown`` set, Filter also rejects nodes where a latency-critical pod (``p`` or
-one already there) would be predicted to slow down by more than that fraction.
+one already there) would be predicted to slow down by more than that fraction — as
+UnschedulableAndUnresolvable, so preemption never evicts pods to meet it.
 
 Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset = no filter),
 ``anticipatedLatencyCritical`` (1.0), ``latencyCriticalTolerance`` (0.25), ``expectedBatchShare``
 (0..1, 0.5), ``costScale`` (1.0), ``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
-``importance`` (class -> weight). The model comes from the handle service ``dissonance`` when
+``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
+to the best candidate in each zone, so Dissonance picks nodes inside zones and leaves the choice of zone
+to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``). The model comes from the handle service ``dissonance`` when
 present (so the feedback loop can update it), else it is built from these args.
 """
 
@@ -30,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field, field_validator
 
+from harmonic.api.node import ZONE_LABEL
 from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
@@ -56,6 +60,8 @@ class DissonanceArgs(PluginArgs):
     expected_batch_share: float = Field(default=0.5, ge=0, le=1)
     matrix: dict[str, dict[str, float]] = Field(default_factory=dict)
     importance: dict[str, float] = Field(default_factory=dict)
+    zone_neutral: bool = True
+    zone_label: str = Field(default=ZONE_LABEL, min_length=1)
 
     @field_validator("matrix")
     @classmethod
@@ -164,7 +170,9 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         else:
             bad = np.zeros(len(slots), dtype=bool)
             bad[at_risk] = over
-        return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_LIMIT)
+        # UnschedulableAndUnresolvable: preemption must not evict anyone to make room that resources alone
+        # would not need — removing pods is never how a harmony limit should be met.
+        return Verdicts.failing(bad, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_LIMIT)
 
     # ------------------------------------------------------------------ score
     def _inv_alloc(self, snap: Snapshot) -> np.ndarray:
@@ -243,7 +251,16 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         fixed *= MAX_NODE_SCORE
         fixed //= int(self.cfg.cost_scale * _RESOLUTION)
         np.clip(fixed, 0, MAX_NODE_SCORE, out=fixed)
-        state.write(_PRESCORE_KEY, MAX_NODE_SCORE - fixed)
+        scores = MAX_NODE_SCORE - fixed
+        if ci == lc and self.cfg.zone_neutral and len(slots):
+            # Choose nodes within zones, never zones: the best candidate of every zone scores the
+            # same, so packing latency-critical pods never outweighs spreading a workload over zones.
+            codes = snap.label(self.cfg.zone_label).codes[slots].astype(np.int64)
+            group = np.where(codes >= 0, codes, int(codes.max(initial=-1)) + 1)
+            best = np.zeros(int(group.max()) + 1, dtype=np.int64)
+            np.maximum.at(best, group, scores)
+            scores = scores + (MAX_NODE_SCORE - best[group])
+        state.write(_PRESCORE_KEY, scores)
         return None
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from harmonic.sim.engine import World
 
 #: Wall-clock fields: everything else in metrics.json is the same for the same scenario and seed.
-WALL_CLOCK_KEYS = frozenset({"wall_seconds", "scheduling_seconds", "decisions_per_second"})
+WALL_CLOCK_KEYS = frozenset(
+    {"wall_seconds", "scheduling_seconds", "decisions_per_second", "ground_truth_seconds"}
+)
 _FIT_PREFIX = re.compile(r"^0/\d+ nodes are available: ")
 
 
@@ -242,6 +244,7 @@ def summarize(world: World) -> dict[str, Any]:
         else 0.0,
         "scheduling_seconds": round(world.scheduling_seconds, 3),
         "wall_seconds": round(world.wall_seconds, 3),
+        "ground_truth_seconds": round(world.truth.seconds, 3),
         "allocation": {
             "cpu": {"mean": _mean(s.cpu_mean), "stdev": _mean(s.cpu_std)},
             "memory": {"mean": _mean(s.memory_mean), "stdev": _mean(s.memory_std)},

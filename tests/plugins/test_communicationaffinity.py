@@ -28,13 +28,15 @@ class _Service:
         return self.graph.view
 
 
-def replica(workload: str, i: int, node_name: str | None = None):
+def replica(workload: str, i: int, node_name: str | None = None, app: str | None = None):
     b = (
         pod(f"{workload}-h{i}-x")
         .ns(SHOP)
         .owner("ReplicaSet", f"{workload}-h{i}")
         .label("pod-template-hash", f"h{i}")
     )
+    if app:
+        b.label("app.kubernetes.io/part-of", app)
     b.req(cpu="100m")
     if node_name:
         b.node(node_name)
@@ -45,11 +47,15 @@ NODES = [node("n1").zone("a").obj(), node("n2").zone("a").obj(), node("n3").zone
 EDGES = [("frontend", "cart", 10.0), ("catalog", "frontend", 30.0)]
 
 
-def _scores(existing, args=None, edges=EDGES, services=True):
+#: The first tables check the uniform-routing formula alone, without the availability guards.
+RANDOM = {"routing": "random", "zoneBalance": False, "cohortLabel": ""}
+
+
+def _scores(existing, args=None, edges=EDGES, services=True, incoming=None):
     case = {
         "plugin": "CommunicationAffinity",
-        "args": args or {},
-        "pod": replica("frontend", 9),
+        "args": RANDOM if args is None else args,
+        "pod": incoming or replica("frontend", 9),
         "nodes": NODES,
         "existingPods": existing,
         "services": {"affinity_graph": _Service(edges)} if services else {},
@@ -86,7 +92,7 @@ def _scores(existing, args=None, edges=EDGES, services=True):
         (
             "node level only",
             [replica("cart", 0, "n1"), replica("catalog", 0, "n3")],
-            {"zoneWeight": 0},
+            {**RANDOM, "zoneWeight": 0},
             {"n1": 33, "n2": 0, "n3": 100, "n4": 0},
         ),
         (
@@ -97,16 +103,93 @@ def _scores(existing, args=None, edges=EDGES, services=True):
                 replica("frontend", 0, "n3"),
                 replica("frontend", 1, "n3"),
             ],
-            {"maxReplicasPerNode": 2},
+            {**RANDOM, "maxReplicasPerNode": 2},
             {"n1": 100, "n2": 32, "n3": 0, "n4": 0},
         ),
     ],
 )
 def test_scores(name, existing, args, expected):
-    assert _scores(existing, args) == expected, name
+    assert _scores(existing, {**RANDOM, **args}) == expected, name
 
 
-def test_no_graph_service_skips():
+CATALOG_SPLIT = [replica("cart", 0, "n1"), replica("catalog", 0, "n3"), replica("catalog", 1, "n1")]
+CATALOG_IN_A = [replica("cart", 0, "n1"), replica("catalog", 0, "n1"), replica("catalog", 1, "n2")]
+NO_GUARDS = {"zoneBalance": False, "cohortLabel": ""}
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "routing", "expected"),
+    [
+        (
+            # A call goes to the peer's replicas in the caller's zone. n1 (zone a): cart 1/1 of zone a,
+            # catalog 1/1 of zone a -> node (10+30)/40 = 1, zone 1 -> 100; n2: zone 1 -> 33; n3 (zone
+            # b): catalog 1/1 of zone b -> .75, zone .75 -> 75 (uniform routing gave 60: 1/2 of catalog).
+            "preferZone counts the peer's replicas in the candidate's zone",
+            CATALOG_SPLIT,
+            "preferZone",
+            {"n1": 100, "n2": 33, "n3": 75, "n4": 0},
+        ),
+        (
+            # n1: cart 1/1*10 + catalog 1/2*30 -> .625, zone 1 -> 75; n2: catalog 15 -> .375, zone 1 ->
+            # 58; normalised by 75 (floor): 100, 77.
+            "preferZone inside one zone",
+            CATALOG_IN_A,
+            "preferZone",
+            {"n1": 100, "n2": 77, "n3": 0, "n4": 0},
+        ),
+        (
+            # A call stays on the node whenever the peer runs there: n1 (10+30)/40 -> 100; n2 30/40
+            # node, zone 1 -> (1.5+1)/3 -> 83.
+            "preferNode counts any replica on the node as all of the peer's traffic",
+            CATALOG_IN_A,
+            "preferNode",
+            {"n1": 100, "n2": 83, "n3": 0, "n4": 0},
+        ),
+    ],
+)
+def test_routing_modes(name, existing, routing, expected):
+    assert _scores(existing, {**NO_GUARDS, "routing": routing}) == expected, name
+
+
+@pytest.mark.parametrize(
+    ("balance", "expected"),
+    [
+        # frontend already runs on n1 (zone a); zone b and the unzoned n4 hold none, so zone a gets no
+        # pull; n3: cart 1/1 of zone b -> .25, zone .25 -> 25 -> 100.
+        (True, {"n1": 0, "n2": 0, "n3": 100, "n4": 0}),
+        # Without the guard zone a pulls n2 (zone share .25 -> 8, normalised 32); n1 is still
+        # excluded until the workload runs on two nodes.
+        (False, {"n1": 0, "n2": 32, "n3": 100, "n4": 0}),
+    ],
+)
+def test_zone_balance_keeps_replicas_spread_over_zones(balance, expected):
+    existing = [replica("cart", 0, "n1"), replica("cart", 1, "n3"), replica("frontend", 0, "n1")]
+    assert _scores(existing, {"zoneBalance": balance, "cohortLabel": ""}) == expected
+
+
+@pytest.mark.parametrize(
+    ("cohort_label", "incoming_app", "expected"),
+    [
+        # No telemetry about frontend yet: cart, of the same application, is its only peer: n3 -> 100.
+        ("app.kubernetes.io/part-of", "shop", {"n1": 0, "n2": 0, "n3": 100, "n4": 0}),
+        # Another application's workloads are not peers; nothing else is known: no signal.
+        ("app.kubernetes.io/part-of", "news", Code.SKIP),
+        # The cohort is off.
+        ("", "shop", Code.SKIP),
+    ],
+)
+def test_application_cohort_stands_in_before_telemetry(cohort_label, incoming_app, expected):
+    existing = [replica("cart", 0, "n3", app="shop"), replica("ads", 0, "n1", app="blog")]
+    got = _scores(
+        existing,
+        {"cohortLabel": cohort_label},
+        edges=[("x", "y", 1.0)],
+        incoming=replica("frontend", 9, app=incoming_app),
+    )
+    assert got == expected
+
+
+def test_no_graph_service_and_no_cohort_skips():
     assert _scores([replica("cart", 0, "n1")], services=False) == Code.SKIP
 
 

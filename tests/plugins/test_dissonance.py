@@ -20,7 +20,8 @@ def _run(incoming, args=None):
     plugin, p, snap, names = build(
         {
             "plugin": "Dissonance",
-            "args": args or {},
+            # The formula's raw scores: no per-zone shift.
+            "args": {"zoneNeutral": False, **(args or {})},
             "pod": incoming,
             "nodes": NODES,
             "existingPods": [BATCH_ON_N1, SERVICE_ON_N2],
@@ -123,3 +124,61 @@ def test_bad_args_are_rejected(args):
 
     with pytest.raises(ValidationError):
         DissonanceArgs.model_validate(args)
+
+
+def test_zone_neutral_scores_choose_nodes_within_zones():
+    # Two zones: n1, n2 in zone a (n1 holds batch), n3 in zone b (an LC pod). The incoming LC pod's
+    # scores are shifted per zone so each zone's best candidate gets 100; differences inside a zone
+    # stay as they were.
+    nodes = [node("n1").cap(cpu="4").zone("a").obj(), node("n2").cap(cpu="4").zone("a").obj()]
+    nodes.append(node("n3").cap(cpu="4").zone("b").obj())
+    existing = [BATCH_ON_N1, pod("web-1").owner("ReplicaSet", "web").req(cpu="1").node("n3").obj()]
+    out = {}
+    for neutral in (True, False):
+        plugin, p, snap, names = build(
+            {
+                "plugin": "Dissonance",
+                "args": {"zoneNeutral": neutral},
+                "pod": INCOMING_LC,
+                "nodes": nodes,
+                "existingPods": existing,
+            }
+        )
+        slots = np.asarray([snap.slot(n) for n in names])
+        state = CycleState()
+        plugin.pre_score(state, p, snap, slots)
+        out[neutral] = dict(zip(names, plugin.score(state, p, snap, slots).tolist(), strict=True))
+    assert out[True]["n2"] == out[True]["n3"] == 100
+    assert out[True]["n2"] - out[True]["n1"] == out[False]["n2"] - out[False]["n1"] > 0
+    # Batch pods are not shifted: where they go is not a question of availability.
+    plugin, p, snap, names = build(
+        {"plugin": "Dissonance", "pod": INCOMING_BATCH, "nodes": nodes, "existingPods": existing}
+    )
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    assert max(plugin.score(state, p, snap, slots).tolist()) < 100
+
+
+def test_a_dissonance_rejection_never_makes_preemption_evict():
+    # The node has room for both by resources; only Dissonance's limit rejects the high-priority batch
+    # pod. Evicting the latency-critical pod would make the limit pass — preemption must not do that.
+    from harmonic.testing.harness import Harness
+
+    cfg = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}},
+                "pluginConfig": [{"name": "Dissonance", "args": {"latencyCriticalMaxSlowdown": 0.2}}],
+            }
+        ]
+    }
+    h = Harness(cfg)
+    h.add_nodes([node("n1").cap(cpu="4").obj()])
+    h.add_pods([pod("web-1").owner("ReplicaSet", "web").req(cpu="1").obj()])
+    h.schedule()
+    h.add_pods([pod("job-9").owner("Job", "crunch").req(cpu="2", memory="1Gi").priority(1000).obj()])
+    h.settle(30)
+    assert h.placement() == {"default/web-1": "n1"}
+    assert "dissonance limit" in (h.failure("job-9") or "")

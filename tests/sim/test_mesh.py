@@ -10,8 +10,10 @@ import pytest
 
 from harmonic.plugins.registry import default_registry
 from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.prometheus import PrometheusSource
 from harmonic.sim.engine import World
-from harmonic.sim.mesh import SimMesh, TopologySeed, graph_service_for, latency_critical_slowdowns
+from harmonic.sim.mesh import MESH_URL, SimulatedPrometheus, TopologySeed, graph_service_for
+from harmonic.sim.model_figures import latency_critical_slowdowns
 from harmonic.sim.profiles import profile_runs
 
 from .helpers import deployment, job, objects, plan_of, run, scenario
@@ -62,8 +64,15 @@ def test_mesh_reports_traffic_between_running_workloads_only(tmp_path):
         events=[{"type": "deploymentScaled", "at": 30, "namespace": "shop", "name": "mail", "replicas": 0}],
         duration=60,
     )
+    sc = {**sc, "mesh": {"delay": 0, "window": 20, "noise": 0}}
     world = run(sc)
-    reading = SimMesh(world).read()
+    assert world.mesh_counters is None  # the default profile has no CommunicationAffinity
+    from harmonic.sim.mesh import MeshCounters
+
+    counters = MeshCounters(world)
+    counters.observe(40.0)  # the state at the end has held since mail was scaled to zero at 30 s
+    source = PrometheusSource(MESH_URL, transport=SimulatedPrometheus(world, counters))
+    reading = source.read()
     # mail was scaled to zero: only front -> cart carries traffic, weight * userRate requests/s
     assert [(s.src, s.dst, s.requests) for s in reading.samples] == [
         (WorkloadKey("shop", "front"), WorkloadKey("shop", "cart"), 20.0)
@@ -75,17 +84,22 @@ def test_mesh_reports_traffic_between_running_workloads_only(tmp_path):
 def test_only_profiles_with_communication_affinity_get_a_graph(tmp_path):
     registry = default_registry()
     runs = profile_runs((HARMONIC,), registry)
-    plan = plan_of(
-        scenario(
-            [{"type": "topology", "topology": str(_topology(tmp_path)), "namespace": "shop", "userRate": 1}]
-        )
+    plan_scenario = scenario(
+        [{"type": "topology", "topology": str(_topology(tmp_path)), "namespace": "shop", "userRate": 1}]
     )
+    plan = plan_of(plan_scenario)
     by_name = {r.name: r for r in runs}
     world = World(plan, by_name["harmonic"], registry)
     assert graph_service_for(by_name["default-scheduler"].profile, world) is None
     service = graph_service_for(by_name["harmonic"].profile, world)
     assert service is not None
     service.maybe_refresh(0.0)
-    # nothing runs yet: the graph holds the topology's edges from the static seed
+    # nothing runs yet and the mesh has seen no traffic: no perfect foresight by default
+    assert len(service.view) == 0
+    seeded = World(plan_of({**plan_scenario, "mesh": {"seedTopology": True}}), by_name["harmonic"], registry)
+    service = graph_service_for(by_name["harmonic"].profile, seeded)
+    assert service is not None
+    service.maybe_refresh(0.0)
+    # seeded runs get the topology's edges before anything runs
     peers, weights = service.view.neighbours(WorkloadKey("shop", "front"))
     assert {p.name for p in peers} == {"cart", "mail"} and all(weights > 0)

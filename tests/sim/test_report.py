@@ -61,7 +61,7 @@ def report(tmp_path_factory) -> Path:
 def test_report_files_and_table(report):
     html = (report / "report.html").read_text()
     assert (report / "metrics.json").exists()
-    assert html.count('class="fig"') == 7
+    assert html.count('class="fig"') == 8
     assert "Plotly.newPlot('fig0'" in html and "bin-packing" in html
     assert "<script src=" not in html  # single file: nothing fetched
 
@@ -79,7 +79,7 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     )
     assert dom.returncode == 0, dom.stderr[-2000:]
     # Plotly draws an SVG per figure; a script error would stop before them.
-    assert dom.stdout.count('class="main-svg"') >= 7
+    assert dom.stdout.count('class="main-svg"') >= 8
     assert "Uncaught" not in dom.stderr
     shot = tmp_path / "shot.png"
     subprocess.run(

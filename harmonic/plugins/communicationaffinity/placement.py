@@ -23,11 +23,16 @@ _MIN_WIDTH = 8
 
 
 class PeerPlacement:
-    def __init__(self, snap: Snapshot, zone_label: str) -> None:
+    def __init__(self, snap: Snapshot, zone_label: str, cohort_label: str = "") -> None:
         self._snap = snap
         self._zone_label = zone_label
+        self._cohort_label = cohort_label
         #: workload id -> slot -> replicas, for every workload with pods.
         self.sparse: dict[int, dict[int, int]] = {}
+        #: workload id -> its application (namespace, value of the cohort label), for workloads with pods.
+        self.cohort_of: dict[int, tuple[str, str]] = {}
+        #: application -> its workloads with pods.
+        self.cohorts: dict[tuple[str, str], set[int]] = {}
         self.version = -1
         self.rows: dict[int, int] = {}
         #: workload id -> (row indices of its peers, affinity weights), for the current graph.
@@ -69,6 +74,16 @@ class PeerPlacement:
             self.used[row] = len(self._pos[row])
             self.totals[row] = self.counts[row].sum()
         self._zones_dirty = True
+
+    def entries(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(peer position, slot, replicas) of every node the graph rows ``rows`` run on."""
+        width = int(self.used[rows].max()) if len(rows) else 0
+        if width == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
+        keep = np.arange(width)[None, :] < self.used[rows][:, None]
+        peer = np.broadcast_to(np.arange(len(rows))[:, None], keep.shape)[keep]
+        return peer, self.slots[rows, :width][keep], self.counts[rows, :width][keep]
 
     def share_per_slot(self, rows: np.ndarray, frac: np.ndarray) -> np.ndarray:
         """sum over ``rows`` of ``frac[row] * replicas(row, slot)``, for every slot."""
@@ -119,6 +134,14 @@ class PeerPlacement:
             placed.pop(slot, None)
             if not placed:
                 del self.sparse[wid]
+                cohort = self.cohort_of.pop(wid, None)
+                if cohort is not None:
+                    self.cohorts[cohort].discard(wid)
+        if delta > 0 and self._cohort_label and wid not in self.cohort_of:
+            app = pod.labels.get(self._cohort_label)
+            if app:
+                self.cohort_of[wid] = (pod.namespace, app)
+                self.cohorts.setdefault((pod.namespace, app), set()).add(wid)
         row = self.rows.get(wid)
         if row is not None:
             self._change_row(row, slot, delta)

@@ -1,23 +1,38 @@
 """CommunicationAffinity — PreScore, Score (+NormalizeScore).
 
-Scores a node by the share of the pod's workload traffic that would stay local if the pod ran there,
-using the affinity graph learnt from service-mesh telemetry (no hand-written affinity rules).
-Traffic to a peer workload is assumed spread evenly over the peer's running replicas, so placing
-the pod on node ``n`` keeps local
+Scores a node by the share of the pod's workload traffic that would stay on that node, and in its zone,
+if the pod ran there — using the affinity graph learnt from service-mesh telemetry (no hand-written
+affinity rules). How calls pick a replica of a peer is the ``routing`` the cluster uses (Service
+``trafficDistribution``, Istio locality load balancing), so the plugin models it:
 
-    node_share(n) = sum_p w_p * replicas_p(n) / replicas_p  /  sum_p w_p
-    zone_share(n) = sum_p w_p * replicas_p(zone(n)) / replicas_p  /  sum_p w_p
+- ``preferZone`` (default): a call goes to the peer's replicas in the caller's zone when there are any,
+  so placing the pod on node ``n`` of zone ``z`` keeps local
+  ``node_share(n) = sum_p w_p * replicas_p(n) / replicas_p(z)`` and ``zone_share(z) = sum_p w_p * [replicas_p(z) > 0]``;
+- ``preferNode``: the peer's replica on the same node when there is one (``node_share = sum_p w_p * [replicas_p(n) > 0]``);
+- ``random``: any replica (``node_share = sum_p w_p * replicas_p(n) / replicas_p``, zones likewise);
 
-over the pod's peers ``p`` with affinity ``w_p``. The raw score is the weighted mean of the two levels
-(``nodeWeight``, ``zoneWeight``) on 0..100; NormalizeScore scales the best node to 100 so the plugin's
-profile weight sets its strength. It never piles a workload onto one node: while a workload runs on fewer than
+each over ``sum_p w_p``. The raw score is the weighted mean of the two (``nodeWeight``, ``zoneWeight``) on
+0..100; NormalizeScore scales the best node to 100 so the plugin's profile weight sets its strength.
+Under zone-preferring routing this builds *zonal cells*: every zone keeps replicas of the application's
+services, and inside a zone chatty peers share nodes.
+
+It never trades availability for locality: a zone already holding more of the workload's replicas
+than its least-populated candidate zone gets no pull (``zoneBalance``), so the workload spreads over
+zones as kube-scheduler's default spreading would; while a workload runs on fewer than
 ``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull;
-nodes holding ``maxReplicasPerNode`` of its replicas score 0; and resource fit and spreading plugins
-keep their say. A workload whose peers do not run yet (the first of an application to arrive) is
-drawn toward its own replicas instead, so the peers that follow find them together. With no graph, or no peers for the workload, the plugin skips (no signal).
+nodes holding ``maxReplicasPerNode`` of its replicas score 0; filters are never overridden.
+
+Before telemetry knows an application (its pods are only now being created), the workloads whose pods
+share the ``cohortLabel`` value (``app.kubernetes.io/part-of`` by default: the label Kubernetes recommends
+for "the application this is part of") in the same namespace count as peers of equal weight; once the
+graph knows a workload's peers they weigh ``cohortWeight`` of its graph traffic together. A workload
+whose peers do not run yet is drawn toward its own replicas (the peers that follow then find them
+together). With neither graph peers nor cohort, the plugin skips (no signal).
 
 Args (CommunicationAffinityArgs): ``nodeWeight`` (default 2), ``zoneWeight`` (default 1),
-``minNodesPerWorkload`` (default 2), ``maxReplicasPerNode`` (default 0 = no absolute cap), ``zoneLabel`` (default
+``routing`` (``preferZone``), ``zoneBalance`` (true), ``minNodesPerWorkload`` (default 2),
+``maxReplicasPerNode`` (default 0 = no absolute cap), ``cohortLabel``
+(``app.kubernetes.io/part-of``; empty disables), ``cohortWeight`` (0.1), ``zoneLabel`` (default
 ``topology.kubernetes.io/zone``), ``telemetry`` (``harmonic.signals.config.TelemetryConfig``: Prometheus,
 topology files, AppGroups, refresh interval, half-life). The graph comes from the handle service
 ``affinity_graph`` (an object with a ``view`` property returning a ``GraphView``), which the
@@ -27,7 +42,7 @@ scheduler's setup builds from ``telemetry``.
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -53,6 +68,10 @@ GRAPH_SERVICE = "affinity_graph"
 class CommunicationAffinityArgs(PluginArgs):
     node_weight: float = Field(default=2.0, ge=0)
     zone_weight: float = Field(default=1.0, ge=0)
+    routing: Literal["preferZone", "preferNode", "random"] = "preferZone"
+    zone_balance: bool = True
+    cohort_label: str = "app.kubernetes.io/part-of"
+    cohort_weight: float = Field(default=0.1, ge=0)
     max_replicas_per_node: int = Field(default=0, ge=0)
     min_nodes_per_workload: int = Field(default=2, ge=1)
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
@@ -74,7 +93,7 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
-        self._placement = PeerPlacement(handle.snapshot, args.zone_label)
+        self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label)
         self._warned = False
 
     def _graph(self) -> GraphView | None:
@@ -87,38 +106,92 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
                 self._warned = True
             return None
 
+    def _peers(
+        self, pod: Pod, me: int, view: GraphView | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The pod's peers' weights and every (peer, slot, replicas) they run on: graph peers, then its
+        application cohort's other workloads."""
+        placement = self._placement
+        weights: list[np.ndarray] = []
+        peer: list[np.ndarray] = []
+        slot: list[np.ndarray] = []
+        count: list[np.ndarray] = []
+        known: set[int] = {me}
+        graph_total = 0.0
+        graph = placement.peer_rows.get(me) if view is not None else None
+        if graph is not None:
+            rows, w = graph
+            p, sl, c = placement.entries(rows)
+            weights.append(w)
+            peer.append(p)
+            slot.append(sl)
+            count.append(c)
+            graph_total = float(w.sum())
+            assert view is not None
+            known.update(int(x) for x in view.peers[me][0])
+        # The incoming pod is not placed yet: its application comes from its own labels.
+        app = pod.labels.get(self.cfg.cohort_label) if self.cfg.cohort_label else None
+        cohort = placement.cohorts.get((pod.namespace, app), set()) if app else set()
+        members = [m for m in cohort if m not in known]
+        if members and self.cfg.cohort_weight > 0:
+            each = (self.cfg.cohort_weight * graph_total if graph_total > 0 else 1.0) / len(members)
+            base = sum(len(w) for w in weights)
+            for k, m in enumerate(sorted(members)):
+                placed = placement.sparse.get(m, {})
+                peer.append(np.full(len(placed), base + k, dtype=np.int64))
+                slot.append(np.fromiter(placed.keys(), dtype=np.int64, count=len(placed)))
+                count.append(np.fromiter(placed.values(), dtype=np.float64, count=len(placed)))
+            weights.append(np.full(len(members), each))
+        if not weights:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros(0), empty, empty, np.zeros(0)
+        return np.concatenate(weights), np.concatenate(peer), np.concatenate(slot), np.concatenate(count)
+
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         view = self._graph()
-        if view is None:
-            return Status(Code.SKIP)
         me = workload_id(pod)
         placement = self._placement
-        placement.track(view)
-        peers = placement.peer_rows.get(me)
-        if peers is None:
-            return Status(Code.SKIP)
-        rows, weights = peers
-        replicas = placement.totals[rows]
-        running = replicas > 0
-        if not running.any():
+        if view is not None:
+            placement.track(view)
+        weights, peer, where, count = self._peers(pod, me, view)
+        if not len(count) or count.sum() <= 0:
             # None of its peers runs yet (the first workload of an application to arrive): gather
             # the workload's own replicas, up to the cap, so the peers that follow find them together.
-            own_row = placement.rows.get(me)
-            if own_row is None or placement.totals[own_row] <= 0:
+            own = placement.sparse.get(me)
+            if not own:
                 return Status(Code.SKIP)
-            rows, weights = np.asarray([own_row]), np.ones(1)
-            replicas = placement.totals[rows]
-            running = replicas > 0
-        # Each peer's traffic share, spread evenly over its running replicas.
-        frac = np.divide(weights, replicas * float(weights.sum()), out=np.zeros(len(rows)), where=running)
-        node_share = placement.share_per_slot(rows, frac)[slots]
-        zone_share = np.zeros(len(slots), dtype=np.float64)
-        if self.cfg.zone_weight > 0:
-            codes, by_zone = placement.zones()
-            cand = codes[slots]
-            known = cand >= 0
-            if known.any():
-                zone_share[known] = (frac @ by_zone[rows])[cand[known]]
+            weights = np.ones(1)
+            where = np.fromiter(own.keys(), dtype=np.int64, count=len(own))
+            count = np.fromiter(own.values(), dtype=np.float64, count=len(own))
+            peer = np.zeros(len(own), dtype=np.int64)
+        codes = snap.label(self.cfg.zone_label).codes
+        zones = int(codes.max()) + 2 if len(codes) else 1
+        # Zone index per entry; unlabelled nodes share the last index.
+        zone = codes[where].astype(np.int64)
+        zone[zone < 0] = zones - 1
+        cand_zone = codes[slots].astype(np.int64)
+        cand_zone[cand_zone < 0] = zones - 1
+        n_peers = len(weights)
+        per_zone = np.bincount(peer * zones + zone, weights=count, minlength=n_peers * zones).reshape(
+            n_peers, zones
+        )
+        total = per_zone.sum(axis=1)
+        routing = self.cfg.routing
+        if routing == "random":
+            denom = total[peer]
+            zone_frac = np.divide(
+                per_zone, total[:, None], out=np.zeros_like(per_zone), where=total[:, None] > 0
+            )
+        else:
+            denom = per_zone[peer, zone]
+            zone_frac = (per_zone > 0).astype(np.float64)
+        if routing == "preferNode":
+            contrib = weights[peer] * (count > 0)
+        else:
+            contrib = weights[peer] * np.divide(count, denom, out=np.zeros(len(count)), where=denom > 0)
+        wsum = float(weights.sum())
+        node_share = np.bincount(where, weights=contrib, minlength=snap.capacity)[slots] / wsum
+        zone_share = (weights @ zone_frac)[cand_zone] / wsum
         mix = (self.cfg.node_weight * node_share + self.cfg.zone_weight * zone_share) / (
             self.cfg.node_weight + self.cfg.zone_weight
         )
@@ -134,6 +207,16 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
             mask = np.zeros(snap.capacity, dtype=bool)
             mask[crowded] = True
             raw[mask[slots]] = 0
+        if own and self.cfg.zone_balance:
+            # No pull into a zone holding more of this workload than its least-populated candidate zone.
+            own_slots = np.fromiter(own.keys(), dtype=np.int64, count=len(own))
+            own_zone = codes[own_slots].astype(np.int64)
+            own_zone[own_zone < 0] = zones - 1
+            mine = np.bincount(
+                own_zone, weights=np.fromiter(own.values(), dtype=np.float64, count=len(own)), minlength=zones
+            )
+            here = mine[cand_zone]
+            raw[here > here.min()] = 0
         state.write(_PRESCORE_KEY, raw)
         return None
 

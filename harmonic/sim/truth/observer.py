@@ -12,6 +12,7 @@ pressure matrix changed, so a profile that wins only at one set of numbers shows
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,15 +83,19 @@ class TruthObserver:
         self.pods: dict[str, tuple[str, PodTruth]] = {}
         self.topology_workloads = frozenset(t.workload(s) for t in plan.topologies for s in t.services)
         self._sample_index = 0
+        #: Wall seconds spent judging (sampling and bookkeeping), for the overhead the truth adds.
+        self.seconds = 0.0
 
     # ------------------------------------------------------------------ world events
     def bound(self, rec: PodRecord) -> None:
         assert rec.node is not None
+        t0 = time.perf_counter()
         pod = parse_pod(self.world.cluster.pods[rec.key])
         truth = self.interference.pod(
             rec.workload, rec.daemon, float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0))
         )
         self.pods[rec.key] = (rec.node, truth)
+        self.seconds += time.perf_counter() - t0
 
     def gone(self, rec: PodRecord) -> None:
         self.pods.pop(rec.key, None)
@@ -122,6 +127,11 @@ class TruthObserver:
         return names, index, alloc
 
     def sample(self) -> None:
+        t0 = time.perf_counter()
+        self._sample()
+        self.seconds += time.perf_counter() - t0
+
+    def _sample(self) -> None:
         w = self.world
         names, index, alloc = self._live_nodes()
         running = [(index[node], key, t) for key, (node, t) in self.pods.items() if node in index]
