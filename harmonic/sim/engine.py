@@ -119,6 +119,8 @@ class World:
         self.node_views: dict[str, Node] = {}
         self.failed_nodes: set[str] = set()
         self.failed_zones: set[str] = set()
+        #: node -> how many times it failed (an eviction timer belongs to one failure).
+        self._failure_generation: dict[str, int] = {}
         #: CPU request (cores) x run time of every pod that succeeded.
         self.cpu_seconds_completed = 0.0
         #: workload -> node -> running replicas.
@@ -335,6 +337,7 @@ class World:
             {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}
         ]
         self.failed_nodes.add(name)
+        self._failure_generation[name] = self._failure_generation.get(name, 0) + 1
         self._traffic_changed()
         new = {**raw, "spec": {**(raw.get("spec") or {}), "taints": taints}, "status": status}
         self.cluster.update_node(new)
@@ -379,12 +382,19 @@ class World:
                 seconds.append(max(float(s), 0.0))
         delay = min(seconds) if seconds else 0.0
         key, uid, node = rec.key, rec.uid, rec.node
+        generation = self._failure_generation.get(node or "")
 
         def evict() -> None:
             cur = self.records.get(key)
-            # A node that came back before the toleration ran out keeps its pods (the taint manager
-            # cancels evictions when the taint goes).
-            if cur is not None and cur.uid == uid and cur.node == node and node in self.failed_nodes:
+            # A node that came back before the toleration ran out keeps its pods: the taint manager
+            # cancels evictions when the taint goes, and a later failure counts the toleration anew.
+            if (
+                cur is not None
+                and cur.uid == uid
+                and cur.node == node
+                and self._failure_generation.get(node) == generation
+                and node in self.failed_nodes
+            ):
                 self.delete_pod(key, REASON_NODE_FAILED)
 
         self.after(delay, evict)

@@ -199,6 +199,11 @@ class RequestSampler:
             request = np.repeat(np.arange(k), count)
             caller = at[src][request]
             callee = self._route(dst, caller, rng)
+            if g.primary.get(dst) == src:
+                # The replica that answers a request's first call from its main caller is the one
+                # that handles the request from there on (and makes its calls).
+                first = np.flatnonzero(np.r_[True, request[1:] != request[:-1]])
+                callee[first] = at[dst][request[first]]
             missing = callee < 0
             if missing.any():
                 failed[request[missing]] = True

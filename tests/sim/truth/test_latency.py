@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -91,7 +93,9 @@ GRAPHS = {
 }
 
 
-@pytest.mark.parametrize(("services", "edges", "entries", "order", "primary"), GRAPHS.values(), ids=GRAPHS.keys())
+@pytest.mark.parametrize(
+    ("services", "edges", "entries", "order", "primary"), GRAPHS.values(), ids=GRAPHS.keys()
+)
 def test_call_graph(services, edges, entries, order, primary):
     g = call_graph(topo(services, edges))
     assert g.entries == entries
@@ -114,7 +118,9 @@ SOJOURN = {
 }
 
 
-@pytest.mark.parametrize(("service", "slowdown", "rate", "cores", "expected"), SOJOURN.values(), ids=SOJOURN.keys())
+@pytest.mark.parametrize(
+    ("service", "slowdown", "rate", "cores", "expected"), SOJOURN.values(), ids=SOJOURN.keys()
+)
 def test_mean_sojourn(service, slowdown, rate, cores, expected):
     assert RHO_MAX == 0.95 and MIN_CORES == 1.0
     assert mean_sojourn_ms(service, slowdown, rate, cores) == pytest.approx(expected)
@@ -123,7 +129,7 @@ def test_mean_sojourn(service, slowdown, rate, cores, expected):
 def test_mean_sojourn_is_monotone_and_bounded():
     rates = np.linspace(0, 2000, 101)
     values = [mean_sojourn_ms(2.0, 0.2, r, 1.0) for r in rates]
-    assert all(b >= a for a, b in zip(values, values[1:], strict=False))
+    assert all(b >= a for a, b in itertools.pairwise(values))
     assert max(values) == pytest.approx(2.4 / (1 - RHO_MAX))
 
 
@@ -233,12 +239,6 @@ def test_same_draws_same_paths():
     np.testing.assert_array_equal(one, two)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: RequestSampler.paths draws the replica answering a call (Calls.callee on edge p->s) "
-    "independently of the replica that then makes s's own calls (at[s]), so one request is handled by "
-    "two different replicas of s; the module doc says each service handling a request runs on one replica",
-)
 def test_the_replica_that_answers_a_call_makes_the_next_calls():
     """a on n3 calls b (random routing: n1 or n2 with equal odds); b calls c with preferNode-like
     placement: c runs on both b nodes, so under preferNode c's call stays on b's node. The replica of b
