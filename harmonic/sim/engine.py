@@ -392,7 +392,7 @@ class World:
                 cur is not None
                 and cur.uid == uid
                 and cur.node == node
-                and self._failure_generation.get(node) == generation
+                and self._failure_generation.get(node or "") == generation
                 and node in self.failed_nodes
             ):
                 self.delete_pod(key, REASON_NODE_FAILED)
