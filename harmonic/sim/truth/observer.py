@@ -55,7 +55,7 @@ class WorldSeries:
     """What one world (the truth, or a perturbed copy) measured over the samples."""
 
     lc_slowdown: list[float | None] = field(default_factory=list)
-    lc_slowdown_all: list[float] = field(default_factory=list)
+    lc_slowdown_all: list[np.ndarray] = field(default_factory=list)
     #: app -> latencies (ms) of every served sampled request.
     latency: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     #: app -> p99 per sample, for the plots.
@@ -72,6 +72,46 @@ class TruthSeries:
     outage: dict[str, list[int]] = field(default_factory=dict)
 
 
+class _PodTable:
+    """Running pods' truth in parallel arrays (slots reused), so a sample is vectorised over pods."""
+
+    def __init__(self) -> None:
+        self.node = np.full(256, -1, dtype=np.int64)  # node id; -1: free slot
+        self.klass = np.zeros(256, dtype=np.int64)
+        self.cpu = np.zeros(256)
+        self.mult = np.zeros(256)
+        self.workload: list[str] = [""] * 256
+        self.slot_of: dict[str, int] = {}
+        self._free: list[int] = []
+        self.used = 0
+
+    def add(self, key: str, node: int, truth: PodTruth) -> None:
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = self.used
+            self.used += 1
+            if slot == len(self.node):
+                grow = len(self.node)
+                self.node = np.concatenate([self.node, np.full(grow, -1, dtype=np.int64)])
+                self.klass = np.concatenate([self.klass, np.zeros(grow, dtype=np.int64)])
+                self.cpu = np.concatenate([self.cpu, np.zeros(grow)])
+                self.mult = np.concatenate([self.mult, np.zeros(grow)])
+                self.workload += [""] * grow
+        self.slot_of[key] = slot
+        self.node[slot] = node
+        self.klass[slot] = truth.klass
+        self.cpu[slot] = truth.cpu_millis
+        self.mult[slot] = truth.multiplier
+        self.workload[slot] = truth.workload
+
+    def remove(self, key: str) -> None:
+        slot = self.slot_of.pop(key, None)
+        if slot is not None:
+            self.node[slot] = -1
+            self._free.append(slot)
+
+
 class TruthObserver:
     def __init__(self, world: World) -> None:
         self.world = world
@@ -80,7 +120,10 @@ class TruthObserver:
         self.variants: dict[str, np.ndarray | None] = {TRUTH: None, **perturbations(plan.seed)}
         self.series = TruthSeries({name: WorldSeries() for name in self.variants})
         self.graphs: dict[str, CallGraph] = {t.namespace: call_graph(t) for t in plan.topologies}
-        self.pods: dict[str, tuple[str, PodTruth]] = {}
+        self.table = _PodTable()
+        self.node_ids: dict[str, int] = {}
+        #: Pod requests of templated workloads (every pod of a controller shares its template).
+        self._requests: dict[str, tuple[float, float]] = {}
         self.topology_workloads = frozenset(t.workload(s) for t in plan.topologies for s in t.services)
         self._sample_index = 0
         #: Wall seconds spent judging (sampling and bookkeeping), for the overhead the truth adds.
@@ -90,15 +133,20 @@ class TruthObserver:
     def bound(self, rec: PodRecord) -> None:
         assert rec.node is not None
         t0 = time.perf_counter()
-        pod = parse_pod(self.world.cluster.pods[rec.key])
-        truth = self.interference.pod(
-            rec.workload, rec.daemon, float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0))
-        )
-        self.pods[rec.key] = (rec.node, truth)
+        templated = rec.owner is not None and not rec.workload.startswith("Pod/")
+        req = self._requests.get(rec.workload) if templated else None
+        if req is None:
+            pod = parse_pod(self.world.cluster.pods[rec.key])
+            req = (float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0)))
+            if templated:
+                self._requests[rec.workload] = req
+        truth = self.interference.pod(rec.workload, rec.daemon, req[0], req[1])
+        node = self.node_ids.setdefault(rec.node, len(self.node_ids))
+        self.table.add(rec.key, node, truth)
         self.seconds += time.perf_counter() - t0
 
     def gone(self, rec: PodRecord) -> None:
-        self.pods.pop(rec.key, None)
+        self.table.remove(rec.key)
 
     def workload_traffic(self) -> dict[tuple[WorkloadKey, WorkloadKey], float]:
         """Requests/s between workloads right now: every topology edge whose two ends have a running
@@ -119,12 +167,21 @@ class TruthObserver:
         return nodes is not None and any(c > 0 and n not in failed for n, c in nodes.items())
 
     # ------------------------------------------------------------------ sampling
-    def _live_nodes(self) -> tuple[list[str], dict[str, int], np.ndarray]:
+    def _live_nodes(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Every node id's name, whether it is up (present and not failed), and its allocatable CPU."""
         w = self.world
-        names = sorted(n for n in w.node_views if n not in w.failed_nodes)
-        index = {n: i for i, n in enumerate(names)}
-        alloc = np.asarray([float(w.node_views[n].allocatable.get(CPU, 0)) for n in names], dtype=np.float64)
-        return names, index, alloc
+        for n in w.node_views:
+            self.node_ids.setdefault(n, len(self.node_ids))
+        names = [""] * len(self.node_ids)
+        for n, i in self.node_ids.items():
+            names[i] = n
+        up = np.zeros(len(names), dtype=bool)
+        alloc = np.zeros(len(names))
+        for n, view in w.node_views.items():
+            i = self.node_ids[n]
+            up[i] = n not in w.failed_nodes
+            alloc[i] = float(view.allocatable.get(CPU, 0))
+        return names, up, alloc
 
     def sample(self) -> None:
         t0 = time.perf_counter()
@@ -133,26 +190,27 @@ class TruthObserver:
 
     def _sample(self) -> None:
         w = self.world
-        names, index, alloc = self._live_nodes()
-        running = [(index[node], key, t) for key, (node, t) in self.pods.items() if node in index]
-        zone_of = w.zone_of()
-        slow: dict[str, np.ndarray] = {}
-        klass = np.zeros(0, dtype=np.int64)
-        if running:
-            node_idx = np.asarray([r[0] for r in running], dtype=np.int64)
-            klass = np.asarray([r[2].klass for r in running], dtype=np.int64)
-            cpu = np.asarray([r[2].cpu_millis for r in running], dtype=np.float64)
-            mult = np.asarray([r[2].multiplier for r in running], dtype=np.float64)
-            for variant, scale in self.variants.items():
-                slow[variant] = self.interference.slowdown_arrays(node_idx, klass, cpu, mult, alloc, scale)
+        names, up, alloc = self._live_nodes()
+        t = self.table
+        rows = np.flatnonzero(t.node[: t.used] >= 0)
+        rows = rows[up[t.node[rows]]]
+        node_idx, klass = t.node[rows], t.klass[rows]
+        slow = {
+            variant: self.interference.slowdown_arrays(
+                node_idx, klass, t.cpu[rows], t.mult[rows], alloc, scale
+            )
+            for variant, scale in self.variants.items()
+        }
         lc = klass == LATENCY_CRITICAL
         for variant, ws in self.series.worlds.items():
-            values = slow[variant][lc].tolist() if running else []
-            ws.lc_slowdown.append(float(np.mean(values)) if values else None)
-            ws.lc_slowdown_all.extend(values)
-        placements = self._placements(names, index)
+            values = slow[variant][lc]
+            ws.lc_slowdown.append(float(values.mean()) if len(values) else None)
+            ws.lc_slowdown_all.append(values)
+        live = {n for n, i in self.node_ids.items() if up[i]}
+        placements = self._placements(live)
+        zone_of = w.zone_of()
         if w.plan.topologies:
-            replicas = self._replica_means(running, names, slow)
+            replicas = self._replica_means(rows, names, slow)
             outage = bool(w.failed_zones)
             for i, topo in enumerate(w.plan.topologies):
                 self._sample_topology(i, topo, placements, replicas, zone_of, outage)
@@ -160,31 +218,36 @@ class TruthObserver:
         self._sample_index += 1
 
     def _replica_means(
-        self, running: list[tuple[int, str, PodTruth]], names: list[str], slow: Mapping[str, np.ndarray]
+        self, rows: np.ndarray, names: list[str], slow: Mapping[str, np.ndarray]
     ) -> dict[tuple[str, str], tuple[float, dict[str, float]]]:
-        """(workload, node) -> (mean cores its replicas there request, variant -> their mean slowdown)."""
-        groups: dict[tuple[str, str], int] = {}
-        gid = np.fromiter(
-            (groups.setdefault((t.workload, names[n]), len(groups)) for n, _, t in running),
-            dtype=np.int64,
-            count=len(running),
-        )
-        if not groups:
+        """(workload, node) -> (mean cores its replicas there request, variant -> their mean slowdown),
+        for the topologies' workloads."""
+        t = self.table
+        mine = [k for k, r in enumerate(rows.tolist()) if t.workload[r] in self.topology_workloads]
+        if not mine:
             return {}
+        groups: dict[tuple[str, str], int] = {}
+        picked = rows[mine]
+        gid = np.fromiter(
+            (groups.setdefault((t.workload[r], names[t.node[r]]), len(groups)) for r in picked.tolist()),
+            dtype=np.int64,
+            count=len(picked),
+        )
         count = np.bincount(gid, minlength=len(groups))
-        cores = np.bincount(gid, weights=[t.cpu_millis / 1000 for _, _, t in running]) / count
+        cores = np.bincount(gid, weights=t.cpu[picked] / 1000, minlength=len(groups)) / count
         means = {
-            v: (np.bincount(gid, weights=x, minlength=len(groups)) / count).tolist() for v, x in slow.items()
+            v: (np.bincount(gid, weights=x[mine], minlength=len(groups)) / count).tolist()
+            for v, x in slow.items()
         }
         return {place: (float(cores[g]), {v: m[g] for v, m in means.items()}) for place, g in groups.items()}
 
-    def _placements(self, names: list[str], index: Mapping[str, int]) -> dict[str, Counter[str]]:
+    def _placements(self, live: set[str]) -> dict[str, Counter[str]]:
         """workload -> node -> running replicas, on nodes that have not failed."""
         out: dict[str, Counter[str]] = {}
         for workload, nodes in self.world.replicas_on.items():
-            live = Counter({n: c for n, c in nodes.items() if c > 0 and n in index})
-            if live:
-                out[workload] = live
+            up = Counter({n: c for n, c in nodes.items() if c > 0 and n in live})
+            if up:
+                out[workload] = up
         return out
 
     def _sample_topology(
@@ -296,7 +359,7 @@ class TruthObserver:
 
 
 def _world_summary(ws: WorldSeries) -> dict[str, Any]:
-    lc = ws.lc_slowdown_all
+    lc = np.concatenate(ws.lc_slowdown_all) if ws.lc_slowdown_all else np.zeros(0)
     latency: dict[str, Any] = {}
     for app, chunks in sorted(ws.latency.items()):
         values = np.concatenate(chunks) if chunks else np.zeros(0)
@@ -307,8 +370,8 @@ def _world_summary(ws: WorldSeries) -> dict[str, Any]:
         )
     return {
         "latency_critical_slowdown_truth": {
-            "mean": _round(np.mean(lc)) if lc else None,
-            "p95": _round(np.percentile(lc, 95)) if lc else None,
+            "mean": _round(np.mean(lc)) if len(lc) else None,
+            "p95": _round(np.percentile(lc, 95)) if len(lc) else None,
         },
         "user_request_latency_ms": latency,
     }
