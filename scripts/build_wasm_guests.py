@@ -26,7 +26,7 @@ DEFAULT_OUT = ROOT / "examples" / "wasm" / "build"
 
 FREESTANDING = ["-target", "wasm32-freestanding", "-nostdlib", "-Wl,--no-entry"]
 WASI = ["-target", "wasm32-wasi", "-mexec-model=reactor"]
-COMMON = ["-O2", "-Wall", "-Werror", "-Wl,--export-memory", f"-I{SDK}"]
+COMMON = ["-O2", "-Wall", "-Werror", "-Wl,--export-memory", "-Wl,-z,stack-size=65536", f"-I{SDK}"]
 
 
 def _zig() -> list[str]:

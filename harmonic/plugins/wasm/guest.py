@@ -161,7 +161,10 @@ def _check_imports(source: str, module: wasmtime.Module) -> bool:
 
 
 def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
+    """The cause of a wasmtime error on one line (its "Caused by:" part, not the backtrace)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if "Caused by:" in lines and lines[-1] != "Caused by:":
+        return lines[lines.index("Caused by:") + 1]
     return lines[0] if lines else type(e).__name__
 
 
@@ -173,6 +176,8 @@ class GuestInstance:
         self.guest = guest
         self.args = args
         self.config = args.guest_config.encode()
+        self._timeout = args.call_timeout_seconds
+        self._budget = args.cycle_budget_seconds
         self.ctx: host.CallContext | None = None
         self._lock = threading.Lock()
         self._budget_key = f"WasmBudget/{name}"
@@ -187,11 +192,11 @@ class GuestInstance:
         store = wasmtime.Store(engine())
         store.set_limits(memory_size=self.args.max_memory_pages * 65536)
         store.set_fuel(self.args.max_fuel_per_call)
-        store.set_epoch_deadline(self._ticks(self.args.call_timeout_seconds))
+        store.set_epoch_deadline(self._ticks(self._timeout))
         if self.guest.needs_wasi:
             wasi = wasmtime.WasiConfig()
             if self.args.env:
-                wasi.env(list(self.args.env.items()))
+                wasi.env = list(self.args.env.items())
             for p in self.args.preopens:
                 wasi.preopen_dir(p.host_path, p.guest_path, fs_mutable=not p.read_only)
             store.set_wasi(wasi)
@@ -221,10 +226,10 @@ class GuestInstance:
         """Call ``export`` with ``ctx`` inside the limits; its raw return value."""
         with self._lock:
             spent = float(state.get(self._budget_key, 0.0)) if state is not None else 0.0
-            left = self.args.cycle_budget_seconds - spent
+            left = self._budget - spent
             if left <= 0:
                 raise GuestError(f"{export}: cycle budget of {self.args.cycle_budget} used up")
-            timeout = min(self.args.call_timeout_seconds, left)
+            timeout = min(self._timeout, left)
             self.ctx = ctx
             self.store.set_fuel(self.args.max_fuel_per_call)
             self.store.set_epoch_deadline(self._ticks(timeout))
@@ -232,13 +237,15 @@ class GuestInstance:
             try:
                 return self._funcs[export](self.store)
             except (wasmtime.WasmtimeError, wasmtime.Trap, host.GuestFault) as e:
-                cause = self._cause(e, timeout)
-                self._instantiate()
-                raise GuestError(f"{export}: {cause}") from None
+                failure: BaseException = e
             finally:
                 self.ctx = None
                 if state is not None:
                     state.write(self._budget_key, spent + time.perf_counter() - t0)
+            cause = self._cause(failure, timeout)
+            # A trapped instance may hold half-updated state: the next call gets a fresh one.
+            self._instantiate()
+            raise GuestError(f"{export}: {cause}")
 
     def _cause(self, e: BaseException, timeout: float | None = None, with_memory: bool = True) -> str:
         if isinstance(e, host.GuestFault):
@@ -247,8 +254,10 @@ class GuestInstance:
         if code == wasmtime.TrapCode.OUT_OF_FUEL:
             return f"ran out of fuel (maxFuelPerCall {self.args.max_fuel_per_call})"
         if code == wasmtime.TrapCode.INTERRUPT:
-            return f"timed out after {timeout if timeout is not None else self.args.call_timeout_seconds:g}s"
+            return f"timed out after {timeout if timeout is not None else self._timeout:g}s"
         msg = _first_line(e)
+        if not isinstance(e, wasmtime.Trap):
+            return msg
         if with_memory and self.memory.size(self.store) >= self.args.max_memory_pages:
             msg += f" (memory at its limit of {self.args.max_memory_pages} pages)"
         return f"trapped: {msg}"
