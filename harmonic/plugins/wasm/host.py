@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import wasmtime
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from harmonic.plugins.wasm.guest import GuestInstance
 
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class GuestFault(Exception):
@@ -138,8 +139,10 @@ def functions(inst: GuestInstance | None) -> Functions:
 
     fns: Functions = {}
 
-    def fn(module: str, name: str, params: list[wasmtime.ValType], results: list[wasmtime.ValType]) -> Any:
-        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(
+        module: str, name: str, params: list[wasmtime.ValType], results: list[wasmtime.ValType]
+    ) -> Callable[[F], F]:
+        def register(f: F) -> F:
             fns[module, name] = (params, results, f)
             return f
 

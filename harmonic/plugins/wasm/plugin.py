@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harmonic.api.pod import Pod
+from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import (
     BindPlugin,
@@ -234,7 +235,7 @@ def plugin_class(name: str, guest: GuestModule) -> type[WasmPlugin]:
 class WasmTemplate:
     """Makes guest plugin classes from pluginConfig entries that carry ``guestURL``."""
 
-    Args = WasmPluginArgs
+    Args: type[PluginArgs] = WasmPluginArgs
     KIND = "WasmPluginArgs"
 
     def claims(self, raw_args: Mapping[str, Any]) -> bool:

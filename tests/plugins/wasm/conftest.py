@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _build_script() -> Any:
-    spec = importlib.util.spec_from_file_location("build_wasm_guests", ROOT / "scripts" / "build_wasm_guests.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_wasm_guests", ROOT / "scripts" / "build_wasm_guests.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

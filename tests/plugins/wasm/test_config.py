@@ -57,7 +57,11 @@ WAT_MEM = '(memory (export "memory") 1)'
 BAD_GUESTS = [
     ("not wasm", "this is not a module", "not a valid WebAssembly module"),
     ("no exports", f"(module {WAT_MEM})", "the guest exports no plugin function (one of prefilter, filter"),
-    ("no memory", '(module (func (export "filter") (result i32) (i32.const 0)))', "does not export its memory as 'memory'"),
+    (
+        "no memory",
+        '(module (func (export "filter") (result i32) (i32.const 0)))',
+        "does not export its memory as 'memory'",
+    ),
     (
         "wrong signature",
         f'(module {WAT_MEM} (func (export "score") (result i64) (i64.const 0)))',
@@ -87,7 +91,9 @@ BAD_GUESTS = [
 
 
 @pytest.mark.parametrize(("name", "text", "error"), BAD_GUESTS, ids=[b[0] for b in BAD_GUESTS])
-def test_bad_guest_is_a_config_error_naming_it(wat: Callable[[str], str], name: str, text: str, error: str) -> None:
+def test_bad_guest_is_a_config_error_naming_it(
+    wat: Callable[[str], str], name: str, text: str, error: str
+) -> None:
     path = wat(text)
     with pytest.raises(ConfigError) as e:
         load_guest("G", {"guestURL": path})
@@ -96,12 +102,24 @@ def test_bad_guest_is_a_config_error_naming_it(wat: Callable[[str], str], name: 
 
 
 BAD_ARGS = [
-    ({"guestURL": "/nonexistent/g.wasm"}, "guestURL: /nonexistent/g.wasm: cannot read: No such file or directory"),
-    ({"guestURL": "ftp://host/g.wasm"}, "guestURL: ftp://host/g.wasm: only file paths, file:// and http(s)://"),
+    (
+        {"guestURL": "/nonexistent/g.wasm"},
+        "guestURL: /nonexistent/g.wasm: cannot read: No such file or directory",
+    ),
+    (
+        {"guestURL": "ftp://host/g.wasm"},
+        "guestURL: ftp://host/g.wasm: only file paths, file:// and http(s)://",
+    ),
     ({"guestURL": "http://127.0.0.1:1/g.wasm"}, "remote guests need allowRemoteGuest: true"),
-    ({"guestURL": "g.wasm", "maxMemoryPages": 0}, "maxMemoryPages: Input should be greater than or equal to 1"),
+    (
+        {"guestURL": "g.wasm", "maxMemoryPages": 0},
+        "maxMemoryPages: Input should be greater than or equal to 1",
+    ),
     ({"guestURL": "g.wasm", "callTimeout": "soon"}, "callTimeout: Value error, 'soon' is not a duration"),
-    ({"guestURL": "g.wasm", "cycleBudget": "0s"}, "cycleBudget: Value error, '0s' must be a positive duration"),
+    (
+        {"guestURL": "g.wasm", "cycleBudget": "0s"},
+        "cycleBudget: Value error, '0s' must be a positive duration",
+    ),
     ({"guestURL": "g.wasm", "fuel": 1}, "fuel: unknown field"),
     ({"guestURL": "g.wasm", "kind": "NodeNumberArgs"}, "kind: expected WasmPluginArgs"),
     (

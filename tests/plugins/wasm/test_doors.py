@@ -23,7 +23,9 @@ from tests.cluster.conftest import FAST_LEASE, wait_until
 from tests.sim.helpers import deployment, pods, run_worlds, scenario
 
 
-def _label_filter_profile(guests: dict[str, Path], config: str, name: str = "default-scheduler") -> dict[str, Any]:
+def _label_filter_profile(
+    guests: dict[str, Path], config: str, name: str = "default-scheduler"
+) -> dict[str, Any]:
     return {
         "schedulerName": name,
         "plugins": {"multiPoint": {"enabled": [{"name": "LabelFilter"}]}},
@@ -52,8 +54,20 @@ def test_harmonic_run_schedules_with_a_guest(guests: dict[str, Path], tmp_path: 
         for i in range(3):
             api.create("pods", pod(f"p{i}").scheduler("harmonic").obj())
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--bind-address", "127.0.0.1",
-             "--metrics-port", "0", "--identity", "wasm"],
+            [
+                sys.executable,
+                "-m",
+                "harmonic",
+                "run",
+                "--config",
+                str(config),
+                "--bind-address",
+                "127.0.0.1",
+                "--metrics-port",
+                "0",
+                "--identity",
+                "wasm",
+            ],
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -87,33 +101,58 @@ def test_simulator_runs_a_profile_with_a_guest(guests: dict[str, Path], tmp_path
             }
         )
     )
-    worlds = run_worlds(scenario([{"type": "manifests", "objects": [deployment("web", 4)]}]), configs=(str(config),))
+    worlds = run_worlds(
+        scenario([{"type": "manifests", "objects": [deployment("web", 4)]}]), configs=(str(config),)
+    )
     world = worlds["wasm"]
-    zone_of = {n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in world.cluster.nodes.values()}
+    zone_of = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        for n in world.cluster.nodes.values()
+    }
     placed = [p["spec"].get("nodeName") for p in pods(world, "web").values()]
     assert len(placed) == 4 and all(placed)
     assert {zone_of[n] for n in placed} == {"b"}
 
 
-def test_config_check_lists_guests_and_their_extension_points(guests: dict[str, Path], tmp_path: Path) -> None:
+def test_config_check_lists_guests_and_their_extension_points(
+    guests: dict[str, Path], tmp_path: Path
+) -> None:
     config = tmp_path / "sched.yaml"
     profile = _label_filter_profile(guests, "a=b")
     profile["plugins"]["multiPoint"]["enabled"].append({"name": "NodeNumber"})
     profile["pluginConfig"].append({"name": "NodeNumber", "args": {"guestURL": str(guests["nodenumber"])}})
-    config.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [profile]}))
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [profile],
+            }
+        )
+    )
     r = CliRunner().invoke(main, ["config", "check", str(config)])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == f"{config}: valid, profiles: default-scheduler"
-    assert f"  default-scheduler: LabelFilter: wasm guest {guests['labelfilter']}: filter (exports filter)" in lines
-    assert f"  default-scheduler: NodeNumber: wasm guest {guests['nodenumber']}: preScore, score (exports prescore, score)" in lines
+    assert (
+        f"  default-scheduler: LabelFilter: wasm guest {guests['labelfilter']}: filter (exports filter)"
+        in lines
+    )
+    assert (
+        f"  default-scheduler: NodeNumber: wasm guest {guests['nodenumber']}: preScore, score (exports prescore, score)"
+        in lines
+    )
 
 
 def test_config_check_names_a_bad_guest(tmp_path: Path) -> None:
     config = tmp_path / "sched.yaml"
     bad = tmp_path / "bad.wasm"
     bad.write_bytes(b"\0asm\x01\0\0\0garbage")
-    config.write_text(json.dumps({"profiles": [{"pluginConfig": [{"name": "G", "args": {"guestURL": str(bad)}}]}]}))
+    config.write_text(
+        json.dumps({"profiles": [{"pluginConfig": [{"name": "G", "args": {"guestURL": str(bad)}}]}]})
+    )
     r = CliRunner().invoke(main, ["config", "check", str(config)])
     assert r.exit_code == 1
-    assert r.output.startswith(f"error: {config}: profiles[0].pluginConfig[0].args.guestURL: {bad}: not a valid WebAssembly module")
+    assert r.output.startswith(
+        f"error: {config}: profiles[0].pluginConfig[0].args.guestURL: {bad}: not a valid WebAssembly module"
+    )

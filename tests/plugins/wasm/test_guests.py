@@ -49,7 +49,9 @@ NODE_NUMBER = [
 
 
 @pytest.mark.parametrize(("name", "pod_name", "config", "want"), NODE_NUMBER, ids=[c[0] for c in NODE_NUMBER])
-def test_node_number_scores(guests: dict[str, Path], name: str, pod_name: str, config: str, want: list[int]) -> None:
+def test_node_number_scores(
+    guests: dict[str, Path], name: str, pod_name: str, config: str, want: list[int]
+) -> None:
     pl = _plugin(guests["nodenumber"], guestConfig=config)
     snap = _snap([node(n).obj() for n in ("n0", "n1", "n2", "n13")])
     p = parse_pod(pod(pod_name).obj())
@@ -71,7 +73,12 @@ def test_node_number_skips_pods_without_a_digit_and_needs_its_prescore(guests: d
 # ------------------------------------------------------------------ LabelFilter
 LABEL_FILTER = [
     ("one value", "disk=ssd", [("a", {"disk": "ssd"}), ("b", {"disk": "hdd"}), ("c", {})], ["a"]),
-    ("several values", "disk=ssd,nvme", [("a", {"disk": "nvme"}), ("b", {"disk": "hdd"}), ("c", {"disk": "ssd"})], ["a", "c"]),
+    (
+        "several values",
+        "disk=ssd,nvme",
+        [("a", {"disk": "nvme"}), ("b", {"disk": "hdd"}), ("c", {"disk": "ssd"})],
+        ["a", "c"],
+    ),
     ("empty value is a value", "disk=", [], None),
     ("prefix is no match", "disk=ss", [("a", {"disk": "ssd"})], []),
 ]
@@ -79,7 +86,11 @@ LABEL_FILTER = [
 
 @pytest.mark.parametrize(("name", "config", "nodes", "want"), LABEL_FILTER, ids=[c[0] for c in LABEL_FILTER])
 def test_label_filter(
-    guests: dict[str, Path], name: str, config: str, nodes: list[tuple[str, dict[str, str]]], want: list[str] | None
+    guests: dict[str, Path],
+    name: str,
+    config: str,
+    nodes: list[tuple[str, dict[str, str]]],
+    want: list[str] | None,
 ) -> None:
     pl = _plugin(guests["labelfilter"], guestConfig=config)
     snap = _snap([node(n).labels(labels).obj() for n, labels in nodes] or [node("x").obj()])
@@ -89,7 +100,11 @@ def test_label_filter(
             pl.filter(CycleState(), p, snap, snap.order)
         return
     v = pl.filter(CycleState(), p, snap, snap.order)
-    passed = [snap.node(int(s)).name for s, ok in zip(snap.order, v.passed if v is not None else [True] * len(snap.order), strict=True) if ok]
+    passed = [
+        snap.node(int(s)).name
+        for s, ok in zip(snap.order, v.passed if v is not None else [True] * len(snap.order), strict=True)
+        if ok
+    ]
     assert passed == want
     if v is not None and not v.passed.all():
         assert v.reasons == [("node(s) didn't match the label filter",)]
@@ -102,10 +117,15 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_node_unschedulable_guest_equals_in_tree_on_conformance_cases(guests: dict[str, Path], case: dict[str, Any]) -> None:
+def test_node_unschedulable_guest_equals_in_tree_on_conformance_cases(
+    guests: dict[str, Path], case: dict[str, Any]
+) -> None:
     a = WasmPluginArgs.model_validate({"guestURL": str(guests["nodeunschedulable"])})
     registry = default_registry().merged([TEMPLATE.make("WasmNodeUnschedulable", a)])
-    got = evaluate({**case, "plugin": "WasmNodeUnschedulable", "args": {"guestURL": str(guests["nodeunschedulable"])}}, registry)
+    got = evaluate(
+        {**case, "plugin": "WasmNodeUnschedulable", "args": {"guestURL": str(guests["nodeunschedulable"])}},
+        registry,
+    )
     assert got == evaluate({**case, "plugin": "NodeUnschedulable"}) == case["expected"]
 
 
