@@ -50,8 +50,27 @@ def build(source: Path, out_dir: Path, zig_version: str) -> Path:
         h.update(part)
     h.update(zig_version.encode())
     target = out_dir / f"{source.stem}-{h.hexdigest()[:16]}.wasm"
-    if target.exists():
-        return target
+    if not target.exists():
+        _compile(source, flags, target)
+        for stale in out_dir.glob(f"{source.stem}-*.wasm"):
+            if stale != target:
+                stale.unlink(missing_ok=True)
+    # A stable name for configs to point at (benchmarks/configs/wasm-score.yaml), always the latest build.
+    stable = out_dir / f"{source.stem}.wasm"
+    if not stable.exists() or stable.read_bytes() != target.read_bytes():
+        _atomic_write(stable, target.read_bytes())
+    return target
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".wasm.tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _compile(source: Path, flags: list[str], target: Path) -> None:
+    out_dir = target.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".wasm.tmp")
     os.close(fd)
@@ -64,7 +83,6 @@ def build(source: Path, out_dir: Path, zig_version: str) -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return target
 
 
 def build_all(out_dir: Path = DEFAULT_OUT) -> dict[str, Path]:

@@ -8,6 +8,7 @@
 
 static int64_t seen_cycle = -1;
 static int pod_digit;
+static int reverse = -1; /* guestConfig never changes: read it on first use */
 
 static int last_digit(const char *s, uint32_t len) {
     if (len == 0) return -1;
@@ -32,9 +33,11 @@ HG_EXPORT("score") int32_t score(void) {
         hg_reason("reading PreScore state: not found");
         return HG_ERROR;
     }
-    int32_t clen;
-    const char *cfg = (const char *)hg_get(hg_get_config, &clen);
-    int reverse = hg_eq(cfg, (uint32_t)clen, "reverse", 7);
+    if (reverse < 0) {
+        int32_t clen;
+        const char *cfg = (const char *)hg_get(hg_get_config, &clen);
+        reverse = hg_eq(cfg, (uint32_t)clen, "reverse", 7);
+    }
     int32_t len;
     hg_column names = hg_column_of(hg_get(hg_nodes_names, &len));
     int64_t *scores = hg_alloc(8 * names.n);

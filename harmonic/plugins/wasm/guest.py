@@ -21,7 +21,7 @@ import httpx
 import wasmtime
 
 from harmonic.framework.cycle_state import CycleState
-from harmonic.plugins.wasm import abi, host
+from harmonic.plugins.wasm import abi, ffi, host
 from harmonic.plugins.wasm.args import WasmPluginArgs
 
 #: Epoch ticks: call deadlines are rounded up to this many seconds.
@@ -182,7 +182,7 @@ class GuestInstance:
         self._lock = threading.Lock()
         self._budget_key = f"WasmBudget/{name}"
         self._linker = wasmtime.Linker(engine())
-        host.define(self._linker, self)
+        self._keep = host.define(self._linker, self)
         if guest.needs_wasi:
             self._linker.define_wasi()
         self._funcs: dict[str, wasmtime.Func] = {}
@@ -235,7 +235,7 @@ class GuestInstance:
             self.store.set_epoch_deadline(self._ticks(timeout))
             t0 = time.perf_counter()
             try:
-                return self._funcs[export](self.store)
+                return self._invoke(export)
             except (wasmtime.WasmtimeError, wasmtime.Trap, host.GuestFault) as e:
                 failure: BaseException = e
             finally:
@@ -246,6 +246,10 @@ class GuestInstance:
             # A trapped instance may hold half-updated state: the next call gets a fresh one.
             self._instantiate()
             raise GuestError(f"{export}: {cause}")
+
+    def _invoke(self, export: str) -> int | None:
+        results = abi.EXPORTS[export].results
+        return ffi.invoke(self.store, self._funcs[export], results[0] if results else None)
 
     def _cause(self, e: BaseException, timeout: float | None = None, with_memory: bool = True) -> str:
         if isinstance(e, host.GuestFault):

@@ -10,10 +10,10 @@ malformed results faults: its call ends with an Error status naming the cause.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -21,7 +21,7 @@ import wasmtime
 
 from harmonic.api.pod import Pod
 from harmonic.framework.snapshot import Snapshot
-from harmonic.plugins.wasm import abi
+from harmonic.plugins.wasm import abi, ffi
 
 if TYPE_CHECKING:
     from harmonic.plugins.wasm.guest import GuestInstance
@@ -34,22 +34,46 @@ class GuestFault(Exception):
     """The guest broke the ABI (bad pointer, malformed result); the message says how."""
 
 
-@dataclass
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+
+
 class CallContext:
     """Inputs and results of one guest call."""
 
-    pod: Pod
-    snap: Snapshot | None = None
-    slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    node_name: str = ""
-    cycle: int = 0
-    scores: np.ndarray | None = None
-    reason: str = ""
-    node_names: list[str] | None = None
-    node_codes: np.ndarray | None = None
-    result_scores: np.ndarray | None = None
-    #: Encoded inputs, so a guest asking twice (buffer too small) does not pay twice.
-    encoded: dict[Any, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "cycle",
+        "encoded",
+        "node_codes",
+        "node_name",
+        "node_names",
+        "pod",
+        "reason",
+        "result_scores",
+        "scores",
+        "slots",
+        "snap",
+    )
+
+    def __init__(
+        self,
+        pod: Pod,
+        snap: Snapshot | None = None,
+        slots: np.ndarray = _NO_SLOTS,
+        node_name: str = "",
+        scores: np.ndarray | None = None,
+    ) -> None:
+        self.pod = pod
+        self.snap = snap
+        self.slots = slots
+        self.node_name = node_name
+        self.scores = scores
+        self.cycle = 0
+        self.reason = ""
+        self.node_names: list[str] | None = None
+        self.node_codes: np.ndarray | None = None
+        self.result_scores: np.ndarray | None = None
+        #: Encoded inputs, so a guest asking twice (buffer too small) does not pay twice.
+        self.encoded: dict[Any, bytes] = {}
 
 
 class NodeColumns:
@@ -76,16 +100,19 @@ class NodeColumns:
         return cached[2].column(col.codes[np.asarray(slots, dtype=np.int64)].astype(np.int64))
 
 
-I32, I64 = wasmtime.ValType.i32(), wasmtime.ValType.i64()
+I32, I64 = "i32", "i64"
 
 
-Functions = dict[tuple[str, str], tuple[list[wasmtime.ValType], list[wasmtime.ValType], Callable[..., Any]]]
+Functions = dict[tuple[str, str], tuple[list[str], list[str], Callable[..., Any]]]
 
 
-def define(linker: wasmtime.Linker, inst: GuestInstance) -> None:
-    """Define every host function on ``linker``, bound to ``inst``'s memory and call context."""
+def define(linker: wasmtime.Linker, inst: GuestInstance) -> list[Any]:
+    """Define every host function on ``linker``, bound to ``inst``'s memory and call context; returns
+    what must be kept alive as long as the linker."""
+    keep: list[Any] = []
     for (module, name), (params, results, f) in functions(inst).items():
-        linker.define_func(module, name, wasmtime.FuncType(params, results), f)
+        ffi.define(linker, module, name, params, results, f, keep)
+    return keep
 
 
 def provided() -> frozenset[tuple[str, str]]:
@@ -103,20 +130,24 @@ def functions(inst: GuestInstance | None) -> Functions:
             raise GuestFault("host function called outside a scheduling call")
         return c
 
-    def read(ptr: int, length: int, what: str) -> bytes:
+    def base_and_size() -> tuple[int, int]:
+        # Raw access to linear memory: wasmtime's Memory.read/write build a ctypes type per call.
         assert inst is not None
-        mem = inst.memory
-        if ptr < 0 or length < 0 or ptr + length > mem.data_len(inst.store):
+        mem, store = inst.memory, inst.store
+        return ctypes.addressof(mem.data_ptr(store).contents), mem.data_len(store)
+
+    def read(ptr: int, length: int, what: str) -> bytes:
+        base, size = base_and_size()
+        if ptr < 0 or length < 0 or ptr + length > size:
             raise GuestFault(f"{what}: [{ptr}, {ptr + length}) is outside the guest's memory")
-        return bytes(mem.read(inst.store, ptr, ptr + length))
+        return ctypes.string_at(base + ptr, length)
 
     def give(data: bytes, buf: int, limit: int, what: str) -> int:
         if len(data) <= limit and data:
-            assert inst is not None
-            mem = inst.memory
-            if buf < 0 or buf + len(data) > mem.data_len(inst.store):
+            base, size = base_and_size()
+            if buf < 0 or buf + len(data) > size:
                 raise GuestFault(f"{what}: buffer [{buf}, {buf + limit}) is outside the guest's memory")
-            mem.write(inst.store, data, buf)
+            ctypes.memmove(base + buf, data, len(data))
         return len(data)
 
     def cached(key: Any, make: Callable[[], bytes]) -> bytes:
@@ -139,9 +170,7 @@ def functions(inst: GuestInstance | None) -> Functions:
 
     fns: Functions = {}
 
-    def fn(
-        module: str, name: str, params: list[wasmtime.ValType], results: list[wasmtime.ValType]
-    ) -> Callable[[F], F]:
+    def fn(module: str, name: str, params: list[str], results: list[str]) -> Callable[[F], F]:
         def register(f: F) -> F:
             fns[module, name] = (params, results, f)
             return f
