@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -47,6 +49,28 @@ def make_transport(api: ApiServerDouble, tmp_path: Path) -> Callable[..., Transp
 @pytest.fixture
 def transport(make_transport: Callable[..., Transport]) -> Transport:
     return make_transport()
+
+
+def harmonic_run(config: Path, identity: str, metrics_port: int = 0) -> subprocess.Popen[str]:
+    """``harmonic run --config CONFIG`` as a process (stderr piped), serving on loopback."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harmonic",
+            "run",
+            "--config",
+            str(config),
+            "--bind-address",
+            "127.0.0.1",
+            "--metrics-port",
+            str(metrics_port),
+            "--identity",
+            identity,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:

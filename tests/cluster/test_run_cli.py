@@ -16,7 +16,7 @@ from harmonic.cli import main
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
-from .conftest import FAST_LEASE, wait_until
+from .conftest import FAST_LEASE, harmonic_run, wait_until
 
 
 def _free_port() -> int:
@@ -41,24 +41,7 @@ def test_run_schedules_and_stops_cleanly_on_sigterm(api: ApiServerDouble, tmp_pa
     api.create("nodes", node("n").obj())
     api.create("pods", pod("p").scheduler("harmonic").obj())
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harmonic",
-            "run",
-            "--config",
-            str(config),
-            "--bind-address",
-            "127.0.0.1",
-            "--metrics-port",
-            str(port),
-            "--identity",
-            "cli",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = harmonic_run(config, "cli", port)
     try:
         wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
         assert urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"

@@ -1,4 +1,4 @@
-/* Harmonic guest SDK for C (and Zig via @cImport): the host imports of docs/wasm.md and helpers.
+/* Harmonic guest SDK for C: the host imports of docs/wasm.md and helpers.
  *
  * Build a guest with the Zig toolchain from PyPI (`pip install ziglang`):
  *   python -m ziglang cc -target wasm32-freestanding -O2 -nostdlib -Wl,--no-entry \

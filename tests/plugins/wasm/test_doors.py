@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from harmonic.plugins.registry import default_registry
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kubeshape import api_node, api_pod, extender_args, marshal
-from tests.cluster.conftest import FAST_LEASE, wait_until
+from tests.cluster.conftest import FAST_LEASE, harmonic_run, wait_until
 from tests.sim.helpers import deployment, pods, run_worlds, scenario
 
 
@@ -53,24 +51,7 @@ def test_harmonic_run_schedules_with_a_guest(guests: dict[str, Path], tmp_path: 
             api.create("nodes", node(n).label("tier", "gold" if n == "b" else "silver").obj())
         for i in range(3):
             api.create("pods", pod(f"p{i}").scheduler("harmonic").obj())
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "harmonic",
-                "run",
-                "--config",
-                str(config),
-                "--bind-address",
-                "127.0.0.1",
-                "--metrics-port",
-                "0",
-                "--identity",
-                "wasm",
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = harmonic_run(config, "wasm")
         try:
             placed = wait_until(lambda: len(api.pod_placement()) == 3 and api.pod_placement(), timeout=30)
             proc.send_signal(signal.SIGTERM)
