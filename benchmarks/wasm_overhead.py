@@ -85,10 +85,14 @@ def main(argv: list[str] | None = None) -> int:
             nn.score(state, p, snap, slots)
 
         wasm = _per_call_us(cycle, max(1, args.calls // max(1, n // 100)))
-        py = _per_call_us(lambda slots=slots: _numpy_node_number(snap, slots, 7), max(1, args.calls // max(1, n // 100)))
+        py = _per_call_us(
+            lambda slots=slots: _numpy_node_number(snap, slots, 7), max(1, args.calls // max(1, n // 100))
+        )
         print(f"NodeNumber PreScore+Score over {n:>5} nodes: {wasm:8.1f} us (numpy in Python: {py:8.1f} us)")
     pages = nn.instance.memory.size(nn.instance.store)
-    print(f"NodeNumber guest memory after the run: {pages} pages ({pages * 64} KiB); module {guests['nodenumber'].stat().st_size} bytes")
+    print(
+        f"NodeNumber guest memory after the run: {pages} pages ({pages * 64} KiB); module {guests['nodenumber'].stat().st_size} bytes"
+    )
     return 0
 
 
