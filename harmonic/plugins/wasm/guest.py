@@ -84,13 +84,15 @@ def load(args: WasmPluginArgs) -> GuestModule:
     cached = _modules.get((source, digest))
     if cached is not None:
         return cached
+    if not data.strip():
+        raise ValueError(f"guestURL: {source}: the file is empty")
     try:
         module = (
             wasmtime.Module(engine(), data)
             if data.startswith(b"\0asm")
             else wasmtime.Module(engine(), data.decode())
         )
-    except (wasmtime.WasmtimeError, UnicodeDecodeError) as e:
+    except (wasmtime.WasmtimeError, UnicodeDecodeError, TypeError, ValueError) as e:
         raise ValueError(f"guestURL: {source}: not a valid WebAssembly module: {_first_line(e)}") from None
     guest = GuestModule(source, module, _exports(source, module), _check_imports(source, module), digest)
     _modules[source, digest] = guest

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harmonic.framework.config import ConfigError, load_config
 from harmonic.plugins.registry import default_registry
@@ -170,3 +172,18 @@ def test_unclaimed_plugin_config_is_still_an_unknown_plugin() -> None:
     cfg = guest_config("Nope", {"guestPath": "x.wasm"})
     with pytest.raises(ConfigError, match='unknown plugin "Nope"'):
         load_config(cfg, default_registry(), source="sched.yaml")
+
+
+@settings(max_examples=50, deadline=None)
+@given(body=st.binary(max_size=64), header=st.booleans())
+def test_any_bytes_load_or_fail_with_a_clear_config_error(
+    tmp_path_factory: Any, body: bytes, header: bool
+) -> None:
+    """Whatever the file holds, loading gives a plugin or one config error naming the guest, never
+    a traceback."""
+    path = tmp_path_factory.mktemp("fuzz") / "g.wasm"
+    path.write_bytes((b"\0asm\x01\0\0\0" if header else b"") + body)
+    try:
+        load_guest("G", {"guestURL": str(path)})
+    except ConfigError as e:
+        assert str(e).startswith(f"{ARGS}.guestURL: {path}: ")
