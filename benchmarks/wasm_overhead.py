@@ -5,8 +5,8 @@
 Builds the example guests (scripts/build_wasm_guests.py), then times, in CPU time of this process
 (steadier than wall time on a shared machine): an export that returns at once (the floor of one
 call), and the NodeNumber guest's PreScore + Score over 1, 500 and 5,000 candidate nodes, next to the
-same scoring done in numpy by a Python plugin. Prints microseconds per call and the guest's linear
-memory after the run.
+same scoring done by Python code (last characters of the names, compared with numpy). Prints
+microseconds per call and the guest's linear memory after the run.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         py = _per_call_us(
             lambda slots=slots: _numpy_node_number(snap, slots, 7), max(1, args.calls // max(1, n // 100))
         )
-        print(f"NodeNumber PreScore+Score over {n:>5} nodes: {wasm:8.1f} us (numpy in Python: {py:8.1f} us)")
+        print(f"NodeNumber PreScore+Score over {n:>5} nodes: {wasm:8.1f} us (the same in Python: {py:8.1f} us)")
     pages = nn.instance.memory.size(nn.instance.store)
     print(
         f"NodeNumber guest memory after the run: {pages} pages ({pages * 64} KiB); module {guests['nodenumber'].stat().st_size} bytes"

@@ -73,14 +73,24 @@ static inline void *hg_alloc(uint32_t size) {
     return (void *)(uintptr_t)p;
 }
 
+/* The largest value fetched so far: buffers start at that size, so a guest that sees the same number
+ * of nodes every cycle asks the host once per value, not twice. */
+static uint32_t hg_cap_hint = 4096;
+
+static inline uint8_t *hg_buffer(int32_t needed, uint32_t *cap) {
+    if (needed > (int32_t)hg_cap_hint) hg_cap_hint = (uint32_t)needed;
+    *cap = needed > 0 ? (uint32_t)needed : hg_cap_hint;
+    return hg_alloc(*cap);
+}
+
 /* Calls a getter, growing the buffer once if the data did not fit. */
 static inline uint8_t *hg_get(hg_getter f, int32_t *len) {
-    uint32_t cap = 4096;
-    uint8_t *p = hg_alloc(cap);
+    uint32_t cap;
+    uint8_t *p = hg_buffer(0, &cap);
     int32_t n = f(HG_PTR(p), cap);
     if (n > (int32_t)cap) {
-        p = hg_alloc((uint32_t)n);
-        n = f(HG_PTR(p), (uint32_t)n);
+        p = hg_buffer(n, &cap);
+        n = f(HG_PTR(p), cap);
     }
     *len = n;
     return p;
@@ -121,12 +131,12 @@ static inline const char *hg_column_at(const hg_column *c, uint32_t i, uint32_t 
 
 /* The column of a node label over the candidate nodes. */
 static inline hg_column hg_nodes_label_column(const char *key, uint32_t key_len) {
-    uint32_t cap = 4096;
-    uint8_t *p = hg_alloc(cap);
+    uint32_t cap;
+    uint8_t *p = hg_buffer(0, &cap);
     int32_t n = hg_nodes_label(HG_PTR(key), key_len, HG_PTR(p), cap);
     if (n > (int32_t)cap) {
-        p = hg_alloc((uint32_t)n);
-        hg_nodes_label(HG_PTR(key), key_len, HG_PTR(p), (uint32_t)n);
+        p = hg_buffer(n, &cap);
+        hg_nodes_label(HG_PTR(key), key_len, HG_PTR(p), cap);
     }
     return hg_column_of(p);
 }

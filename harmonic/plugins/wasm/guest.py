@@ -238,7 +238,9 @@ class GuestInstance:
             t0 = time.perf_counter()
             try:
                 return self._invoke(export)
-            except (wasmtime.WasmtimeError, wasmtime.Trap, host.GuestFault) as e:
+            except Exception as e:
+                # Traps, exhausted limits, ABI breaches, and anything a host function raised: all
+                # end this call only.
                 failure: BaseException = e
             finally:
                 self.ctx = None
@@ -256,6 +258,8 @@ class GuestInstance:
     def _cause(self, e: BaseException, timeout: float | None = None, with_memory: bool = True) -> str:
         if isinstance(e, host.GuestFault):
             return f"broke the ABI: {e}"
+        if not isinstance(e, (wasmtime.WasmtimeError, wasmtime.Trap)):
+            return f"host function failed: {type(e).__name__}: {e}"
         code = e.trap_code if isinstance(e, wasmtime.Trap) else None
         if code == wasmtime.TrapCode.OUT_OF_FUEL:
             return f"ran out of fuel (maxFuelPerCall {self.args.max_fuel_per_call})"
