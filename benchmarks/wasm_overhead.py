@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         py = _per_call_us(
             lambda slots=slots: _numpy_node_number(snap, slots, 7), max(1, args.calls // max(1, n // 100))
         )
-        print(f"NodeNumber PreScore+Score over {n:>5} nodes: {wasm:8.1f} us (the same in Python: {py:8.1f} us)")
+        print(
+            f"NodeNumber PreScore+Score over {n:>5} nodes: {wasm:8.1f} us (the same in Python: {py:8.1f} us)"
+        )
     pages = nn.instance.memory.size(nn.instance.store)
     print(
         f"NodeNumber guest memory after the run: {pages} pages ({pages * 64} KiB); module {guests['nodenumber'].stat().st_size} bytes"
