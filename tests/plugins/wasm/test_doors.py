@@ -17,7 +17,7 @@ from harmonic.plugins.registry import default_registry
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kubeshape import api_node, api_pod, extender_args, marshal
-from tests.cluster.conftest import FAST_LEASE, harmonic_run, wait_until
+from tests.cluster.conftest import harmonic_run, run_config, wait_until
 from tests.sim.helpers import deployment, pods, run_worlds, scenario
 
 
@@ -35,18 +35,7 @@ def _label_filter_profile(
 
 def test_harmonic_run_schedules_with_a_guest(guests: dict[str, Path], tmp_path: Path) -> None:
     with ApiServerDouble(bookmark_interval=0.2) as api:
-        config = tmp_path / "sched.yaml"
-        config.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "leaderElection": FAST_LEASE,
-                    "clientConnection": {"kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig"))},
-                    "profiles": [_label_filter_profile(guests, "tier=gold", "harmonic")],
-                }
-            )
-        )
+        config = run_config(api, tmp_path, [_label_filter_profile(guests, "tier=gold", "harmonic")])
         for n in ("a", "b", "c"):
             api.create("nodes", node(n).label("tier", "gold" if n == "b" else "silver").obj())
         for i in range(3):
