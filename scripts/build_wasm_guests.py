@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Build the C guests of examples/wasm (and the test guests) to WebAssembly with the Zig toolchain
-from PyPI (the ``ziglang`` package, a dev dependency): nothing but registry packages.
+"""Build the C and Zig guests of examples/wasm (and the test guests) to WebAssembly with the Zig
+toolchain from PyPI (the ``ziglang`` package, a dev dependency): nothing but registry packages.
 
-Outputs are cached by content: ``<out>/<name>-<hash>.wasm``, the hash covering the source, the SDK
-header, the flags and the Zig version, so an unchanged guest is never rebuilt. Run it directly
+Outputs are cached by content: ``<out>/<name>-<hash>.wasm``, the hash covering the source, its SDK
+file, the flags and the Zig version, so an unchanged guest is never rebuilt. Run it directly
 (``python scripts/build_wasm_guests.py [--out DIR]``) or call ``build_all`` (the test suite does).
-A source whose first line says ``target: wasm32-wasi`` is built against WASI's libc; the others are
+A C source whose first line says ``target: wasm32-wasi`` is built against WASI's libc; the others are
 freestanding.
 """
 
@@ -27,6 +27,7 @@ DEFAULT_OUT = ROOT / "examples" / "wasm" / "build"
 FREESTANDING = ["-target", "wasm32-freestanding", "-nostdlib", "-Wl,--no-entry"]
 WASI = ["-target", "wasm32-wasi", "-mexec-model=reactor"]
 COMMON = ["-O2", "-Wall", "-Werror", "-Wl,--export-memory", "-Wl,-z,stack-size=65536", f"-I{SDK}"]
+ZIG = ["-target", "wasm32-freestanding", "-O", "ReleaseSmall", "-fno-entry", "-rdynamic", "--export-memory"]
 
 
 def _zig() -> list[str]:
@@ -34,8 +35,21 @@ def _zig() -> list[str]:
 
 
 def _flags(source: Path) -> list[str]:
+    if source.suffix == ".zig":
+        return ZIG
     first = source.read_text().splitlines()[0] if source.read_text() else ""
     return [*(WASI if "target: wasm32-wasi" in first else FREESTANDING), *COMMON]
+
+
+def _sdk(source: Path) -> Path:
+    return SDK / ("harmonic.zig" if source.suffix == ".zig" else "harmonic_guest.h")
+
+
+def _command(source: Path, flags: list[str], output: str) -> list[str]:
+    if source.suffix == ".zig":
+        modules = ["--dep", "harmonic", f"-Mroot={source}", f"-Mharmonic={_sdk(source)}"]
+        return [*_zig(), "build-exe", *flags, *modules, f"-femit-bin={output}"]
+    return [*_zig(), "cc", *flags, "-o", output, str(source)]
 
 
 def _zig_version() -> str:
@@ -46,7 +60,7 @@ def build(source: Path, out_dir: Path, zig_version: str) -> Path:
     """The module built from ``source``, compiled unless a build of the same inputs exists."""
     flags = _flags(source)
     h = hashlib.sha256()
-    for part in (source.read_bytes(), (SDK / "harmonic_guest.h").read_bytes(), " ".join(flags).encode()):
+    for part in (source.read_bytes(), _sdk(source).read_bytes(), " ".join(flags).encode()):
         h.update(part)
     h.update(zig_version.encode())
     target = out_dir / f"{source.stem}-{h.hexdigest()[:16]}.wasm"
@@ -75,7 +89,7 @@ def _compile(source: Path, flags: list[str], target: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".wasm.tmp")
     os.close(fd)
     try:
-        r = subprocess.run([*_zig(), "cc", *flags, "-o", tmp, str(source)], capture_output=True, text=True)
+        r = subprocess.run(_command(source, flags, tmp), capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"building {source.relative_to(ROOT)} failed:\n{r.stderr}")
         # Atomic, so parallel test workers building the same guest never see half a file.
@@ -88,7 +102,8 @@ def _compile(source: Path, flags: list[str], target: Path) -> None:
 def build_all(out_dir: Path = DEFAULT_OUT) -> dict[str, Path]:
     """Every guest by name (file stem) -> its built module."""
     version = _zig_version()
-    return {src.stem: build(src, out_dir, version) for d in SOURCES for src in sorted(d.glob("*.c"))}
+    sources = sorted(src for d in SOURCES for ext in ("*.c", "*.zig") for src in d.glob(ext))
+    return {src.stem: build(src, out_dir, version) for src in sources}
 
 
 def main() -> None:

@@ -48,11 +48,13 @@ NODE_NUMBER = [
 ]
 
 
+@pytest.mark.parametrize("guest", ["nodenumber", "nodenumber_zig"])
 @pytest.mark.parametrize(("name", "pod_name", "config", "want"), NODE_NUMBER, ids=[c[0] for c in NODE_NUMBER])
 def test_node_number_scores(
-    guests: dict[str, Path], name: str, pod_name: str, config: str, want: list[int]
+    guests: dict[str, Path], guest: str, name: str, pod_name: str, config: str, want: list[int]
 ) -> None:
-    pl = _plugin(guests["nodenumber"], guestConfig=config)
+    """The C guest and its Zig twin (the Zig SDK) score alike."""
+    pl = _plugin(guests[guest], guestConfig=config)
     snap = _snap([node(n).obj() for n in ("n0", "n1", "n2", "n13")])
     p = parse_pod(pod(pod_name).obj())
     state = CycleState()
@@ -60,14 +62,33 @@ def test_node_number_scores(
     assert pl.score(state, p, snap, snap.order).tolist() == want
 
 
-def test_node_number_skips_pods_without_a_digit_and_needs_its_prescore(guests: dict[str, Path]) -> None:
-    pl = _plugin(guests["nodenumber"])
+@pytest.mark.parametrize("guest", ["nodenumber", "nodenumber_zig"])
+def test_node_number_skips_pods_without_a_digit_and_needs_its_prescore(
+    guests: dict[str, Path], guest: str
+) -> None:
+    pl = _plugin(guests[guest])
     snap = _snap([node("n1").obj()])
     st = pl.pre_score(CycleState(), parse_pod(pod("web").obj()), snap, snap.order)
     assert st is not None and st.code.wire_name == "Skip"
     # Score in a cycle whose PreScore did not run: the guest's own cycle-state check fails.
     with pytest.raises(PluginError, match=r'wasm guest "Guest": score: reading PreScore state: not found'):
         pl.score(CycleState(), parse_pod(pod("web-1").obj()), snap, snap.order)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    suffixes=st.lists(st.text("0123456789abc", min_size=1, max_size=3), min_size=1, max_size=40, unique=True),
+    pod_digit=st.integers(0, 9),
+)
+def test_node_number_c_and_zig_agree(guests: dict[str, Path], suffixes: list[str], pod_digit: int) -> None:
+    snap = _snap([node(f"n-{s}").obj() for s in suffixes])
+    p = parse_pod(pod(f"web-{pod_digit}").obj())
+    got = []
+    for guest in ("nodenumber", "nodenumber_zig"):
+        pl, state = _plugin(guests[guest]), CycleState()
+        pl.pre_score(state, p, snap, snap.order)
+        got.append(pl.score(state, p, snap, snap.order).tolist())
+    assert got[0] == got[1]
 
 
 # ------------------------------------------------------------------ LabelFilter
