@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: simulate test test-deps lint setup clean
+.PHONY: simulate test test-deps lint setup clean wasm-guests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,10 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 setup: $(BIN)/.installed
+
+# The C guests of examples/wasm, compiled with the ziglang PyPI package (cached by content).
+wasm-guests: setup
+	$(BIN)/python scripts/build_wasm_guests.py
 
 simulate: setup
 	$(BIN)/harmonic simulate

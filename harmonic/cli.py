@@ -396,6 +396,11 @@ def config_check(path: str) -> None:
         sys.exit(1)
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
+    # Plugins made from the config (WebAssembly guests): what was loaded and where it plugs in.
+    for p in cfg.profiles:
+        for plugin, cls in p.plugin_classes.items():
+            describe = getattr(cls, "describe", None)
+            click.echo(f"  {p.scheduler_name}: {plugin}: {describe() if describe else cls.__qualname__}")
 
 
 @config.command("show")

@@ -186,12 +186,13 @@ def _status(code: Code, reasons: tuple[str, ...]) -> dict[str, Any]:
     return {"code": code.wire_name, "reasons": list(reasons)}
 
 
-def evaluate(case: Mapping[str, Any]) -> dict[str, Any]:
-    """Run ``case`` through ``case["plugin"]`` and return the per-node result in the shape of ``expected``."""
+def evaluate(case: Mapping[str, Any], registry: Registry | None = None) -> dict[str, Any]:
+    """Run ``case`` through ``case["plugin"]`` (looked up in ``registry``, the default one if not given)
+    and return the per-node result in the shape of ``expected``."""
     kind = case["kind"]
     if kind == "preemption":
         return _preemption(case)
-    plugin, pod, snap, names = build(case)
+    plugin, pod, snap, names = build(case, registry)
     state = CycleState()
     if kind == "filter":
         return _filter(plugin, pod, snap, names, state, bool(case.get("runPreFilter", True)))

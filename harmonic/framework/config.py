@@ -177,6 +177,8 @@ class Profile:
     weights: Mapping[str, int]
     args: Mapping[str, PluginArgs]
     percentage_of_nodes_to_score: int | None
+    #: Classes made for this profile by the registry's templates (e.g. WebAssembly guests), by name.
+    plugin_classes: Mapping[str, type[Plugin]] = field(default_factory=dict)
 
     def plugins_at(self, point: str) -> tuple[str, ...]:
         return self.points.get(point, ())
@@ -308,6 +310,9 @@ def resolve_profile(
     where = f"{source}: profiles[{index}]"
     name = prof.scheduler_name or ""
     plugins = prof.plugins or Plugins()
+    made, made_args = _templated_plugins(source, index, prof, registry)
+    if made:
+        registry = registry.merged(made.values())
     default_mp = PluginSet(
         enabled=[PluginRef(name=n, weight=w or None) for n, w in DEFAULT_MULTIPOINT if n in registry]
     )
@@ -400,6 +405,9 @@ def resolve_profile(
 
     args: dict[str, PluginArgs] = {}
     for plugin in sorted(used | (set(entries) & set(registry))):
+        if plugin in made_args:
+            args[plugin] = made_args[plugin]
+            continue
         at = entries.get(plugin)
         if at is None:
             raw: dict[str, Any] = {}
@@ -415,15 +423,46 @@ def resolve_profile(
         weights=weights,
         args={n: a for n, a in args.items() if n in used},
         percentage_of_nodes_to_score=prof.percentage_of_nodes_to_score,
+        plugin_classes={n: c for n, c in made.items() if n in used},
     )
+
+
+def _templated_plugins(
+    source: str, index: int, prof: ProfileV1, registry: Registry
+) -> tuple[dict[str, type[Plugin]], dict[str, PluginArgs]]:
+    """Plugin classes the registry's templates make from this profile's pluginConfig: an entry whose
+    name no plugin has and whose args a template claims (a ``guestURL``, say) defines a plugin of
+    that name."""
+    made: dict[str, type[Plugin]] = {}
+    made_args: dict[str, PluginArgs] = {}
+    for i, entry in enumerate(prof.plugin_config):
+        raw = entry.args or {}
+        if entry.name in registry or entry.name in made:
+            continue
+        template = next((t for t in registry.templates if t.claims(raw)), None)
+        if template is None:
+            continue
+        path = f"profiles[{index}].pluginConfig[{i}].args"
+        args = _validate_args(source, path, template.Args, template.KIND, dict(raw))
+        try:
+            made[entry.name] = template.make(entry.name, args)
+        except ValueError as e:
+            raise ConfigError(f"{source}: {path}.{e}") from None
+        made_args[entry.name] = args
+    return made, made_args
 
 
 def _plugin_args(source: str, path: str, plugin: type[Plugin], raw: dict[str, Any]) -> PluginArgs:
     """Validate one plugin's args (defaults for the missing fields); ``kind`` and ``apiVersion`` are
     optional but must name this plugin's args type."""
+    return _validate_args(source, path, args_model(plugin), f"{plugin.NAME}Args", raw)
+
+
+def _validate_args(
+    source: str, path: str, model: type[PluginArgs], expected: str, raw: dict[str, Any]
+) -> PluginArgs:
     kind = raw.pop("kind", None)
     api_version = raw.pop("apiVersion", None)
-    expected = f"{plugin.NAME}Args"
     if kind is not None and kind != expected:
         raise ConfigError(f"{source}: {path}.kind: expected {expected}, got {_quote(str(kind))}")
     if api_version is not None and api_version != API_VERSION:
@@ -431,7 +470,7 @@ def _plugin_args(source: str, path: str, plugin: type[Plugin], raw: dict[str, An
             f"{source}: {path}.apiVersion: expected {API_VERSION}, got {_quote(str(api_version))}"
         )
     try:
-        return args_model(plugin).model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as e:
         raise _pydantic_error(source, e, path) from None
 

@@ -2,12 +2,15 @@
 
 In-tree plugins are listed in ``harmonic.plugins.registry``; out-of-tree plugins are Python entry
 points in the ``harmonic.plugins`` group, each naming a ``Plugin`` subclass, loaded without rebuilding.
+A registry also holds *templates*: makers of plugin classes whose shape depends on their args (a
+WebAssembly guest implements the extension points it exports), one class per configured name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from importlib.metadata import entry_points
+from typing import Any, Protocol
 
 from harmonic.framework.args import NoArgs, PluginArgs
 from harmonic.framework.interface import Plugin
@@ -15,9 +18,30 @@ from harmonic.framework.interface import Plugin
 ENTRY_POINT_GROUP = "harmonic.plugins"
 
 
+class PluginTemplate(Protocol):
+    """Makes a plugin class from a pluginConfig entry whose name no registered plugin has."""
+
+    #: The args model of the classes it makes (validated by the config loader, errors naming the field).
+    Args: type[PluginArgs]
+    #: What users may write as the args' ``kind``.
+    KIND: str
+
+    def claims(self, raw_args: Mapping[str, Any]) -> bool:
+        """Whether these raw args are meant for this template (e.g. they carry ``guestURL``)."""
+        ...
+
+    def make(self, name: str, args: Any) -> type[Plugin]:
+        """The plugin class configured as ``name``; ``ValueError("<field>: <problem>")`` if the args
+        cannot make one."""
+        ...
+
+
 class Registry(Mapping[str, type[Plugin]]):
-    def __init__(self, plugins: Iterable[type[Plugin]] = ()) -> None:
+    def __init__(
+        self, plugins: Iterable[type[Plugin]] = (), templates: Iterable[PluginTemplate] = ()
+    ) -> None:
         self._plugins: dict[str, type[Plugin]] = {}
+        self.templates: tuple[PluginTemplate, ...] = tuple(templates)
         for p in plugins:
             self.register(p)
 
@@ -29,7 +53,7 @@ class Registry(Mapping[str, type[Plugin]]):
         self._plugins[plugin.NAME] = plugin
 
     def merged(self, other: Iterable[type[Plugin]]) -> Registry:
-        r = Registry(self._plugins.values())
+        r = Registry(self._plugins.values(), self.templates)
         for p in other:
             r.register(p)
         return r

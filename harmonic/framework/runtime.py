@@ -176,7 +176,7 @@ class Framework:
         self.handle = handle
         self.plugins: dict[str, Plugin] = {}
         for name in profile.plugin_names:
-            cls = registry[name]
+            cls = profile.plugin_classes.get(name) or registry[name]
             self.plugins[name] = cls(profile.args[name], handle)
 
         def at(point: str, kind: type[P]) -> list[P]:

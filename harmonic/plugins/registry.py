@@ -25,6 +25,7 @@ from harmonic.plugins.tainttoleration import TaintToleration
 from harmonic.plugins.volumebinding import VolumeBinding
 from harmonic.plugins.volumerestrictions import VolumeRestrictions
 from harmonic.plugins.volumezone import VolumeZone
+from harmonic.plugins.wasm import TEMPLATE as WASM_TEMPLATE
 
 IN_TREE = (
     CommunicationAffinity,
@@ -50,8 +51,12 @@ IN_TREE = (
 )
 
 
+#: Plugins made from their config: WebAssembly guests (a pluginConfig entry with ``guestURL``).
+TEMPLATES = (WASM_TEMPLATE,)
+
+
 def in_tree_registry() -> Registry:
-    return Registry(IN_TREE)
+    return Registry(IN_TREE, TEMPLATES)
 
 
 @cache

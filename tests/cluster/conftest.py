@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -47,6 +50,42 @@ def make_transport(api: ApiServerDouble, tmp_path: Path) -> Callable[..., Transp
 @pytest.fixture
 def transport(make_transport: Callable[..., Transport]) -> Transport:
     return make_transport()
+
+
+def run_config(api: ApiServerDouble, folder: Path, profiles: list[dict[str, Any]]) -> Path:
+    """A config file for ``harmonic run`` against ``api`` (fast leader election) with ``profiles``."""
+    config = folder / "sched.yaml"
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": FAST_LEASE,
+        "clientConnection": {"kubeconfig": str(api.kubeconfig(folder / "kubeconfig"))},
+        "profiles": profiles,
+    }
+    config.write_text(json.dumps(doc))
+    return config
+
+
+def harmonic_run(config: Path, identity: str, metrics_port: int = 0) -> subprocess.Popen[str]:
+    """``harmonic run --config CONFIG`` as a process (stderr piped), serving on loopback."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harmonic",
+            "run",
+            "--config",
+            str(config),
+            "--bind-address",
+            "127.0.0.1",
+            "--metrics-port",
+            str(metrics_port),
+            "--identity",
+            identity,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:

@@ -16,7 +16,7 @@ from harmonic.cli import main
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
-from .conftest import FAST_LEASE, wait_until
+from .conftest import harmonic_run, run_config, wait_until
 
 
 def _free_port() -> int:
@@ -26,39 +26,11 @@ def _free_port() -> int:
 
 
 def test_run_schedules_and_stops_cleanly_on_sigterm(api: ApiServerDouble, tmp_path: Path):
-    config = tmp_path / "sched.yaml"
-    config.write_text(
-        json.dumps(
-            {
-                "apiVersion": "kubescheduler.config.k8s.io/v1",
-                "kind": "KubeSchedulerConfiguration",
-                "leaderElection": FAST_LEASE,
-                "clientConnection": {"kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig"))},
-                "profiles": [{"schedulerName": "harmonic"}],
-            }
-        )
-    )
+    config = run_config(api, tmp_path, [{"schedulerName": "harmonic"}])
     api.create("nodes", node("n").obj())
     api.create("pods", pod("p").scheduler("harmonic").obj())
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harmonic",
-            "run",
-            "--config",
-            str(config),
-            "--bind-address",
-            "127.0.0.1",
-            "--metrics-port",
-            str(port),
-            "--identity",
-            "cli",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = harmonic_run(config, "cli", port)
     try:
         wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
         assert urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"

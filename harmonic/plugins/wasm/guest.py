@@ -1,0 +1,273 @@
+"""Loading guests and running them inside their limits.
+
+A ``GuestModule`` is a compiled, checked module (shared by every profile that names the same file);
+a ``GuestInstance`` is one plugin instance's sandbox: its own store, memory and WASI context. Each call
+gets fresh fuel and an epoch deadline (the smaller of ``callTimeout`` and what is left of the cycle's
+``cycleBudget``); a call that traps, runs out of fuel or time, or breaks the ABI raises ``GuestError``
+and the instance is rebuilt, so the next call starts from a clean sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import wasmtime
+
+from harmonic.framework.cycle_state import CycleState
+from harmonic.plugins.wasm import abi, ffi, host
+from harmonic.plugins.wasm.args import WasmPluginArgs
+
+#: Epoch ticks: call deadlines are rounded up to this many seconds.
+TICK_SECONDS = 0.005
+MAX_GUEST_BYTES = 64 << 20
+
+
+class GuestError(Exception):
+    """A guest call failed; the message names the export and the cause."""
+
+
+_engine: wasmtime.Engine | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> wasmtime.Engine:
+    """The process's engine (fuel and epoch interruption on), with its epoch ticker thread."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            cfg = wasmtime.Config()
+            cfg.consume_fuel = True
+            cfg.epoch_interruption = True
+            _engine = wasmtime.Engine(cfg)
+            threading.Thread(target=_tick, args=(_engine,), name="wasm-epoch", daemon=True).start()
+        return _engine
+
+
+def _tick(e: wasmtime.Engine) -> None:
+    while True:
+        time.sleep(TICK_SECONDS)
+        e.increment_epoch()
+
+
+@dataclass(frozen=True)
+class GuestModule:
+    """A compiled guest and the extension points its exports implement."""
+
+    source: str
+    module: wasmtime.Module
+    exports: tuple[str, ...]
+    needs_wasi: bool
+    digest: str
+
+    @property
+    def points(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for name in self.exports:
+            seen.setdefault(abi.EXPORTS[name].point)
+        return tuple(seen)
+
+
+_modules: dict[tuple[str, str], GuestModule] = {}
+
+
+def load(args: WasmPluginArgs) -> GuestModule:
+    """Fetch, compile and check the guest of ``args``. Raises ``ValueError("guestURL: ...")``."""
+    source, data = _fetch(args)
+    digest = hashlib.sha256(data).hexdigest()
+    cached = _modules.get((source, digest))
+    if cached is not None:
+        return cached
+    if not data.strip():
+        raise ValueError(f"guestURL: {source}: the file is empty")
+    try:
+        module = (
+            wasmtime.Module(engine(), data)
+            if data.startswith(b"\0asm")
+            else wasmtime.Module(engine(), data.decode())
+        )
+    except (wasmtime.WasmtimeError, UnicodeDecodeError, TypeError, ValueError) as e:
+        raise ValueError(f"guestURL: {source}: not a valid WebAssembly module: {_first_line(e)}") from None
+    guest = GuestModule(source, module, _exports(source, module), _check_imports(source, module), digest)
+    _modules[source, digest] = guest
+    return guest
+
+
+def _fetch(args: WasmPluginArgs) -> tuple[str, bytes]:
+    url = args.guest_url
+    if url.startswith(("http://", "https://")):
+        if not args.allow_remote_guest:
+            raise ValueError(f"guestURL: {url}: remote guests need allowRemoteGuest: true")
+        try:
+            r = httpx.get(url, timeout=10.0, follow_redirects=False)
+            r.raise_for_status()
+        except httpx.HTTPError as e:
+            raise ValueError(f"guestURL: {url}: cannot fetch: {e}") from None
+        if len(r.content) > MAX_GUEST_BYTES:
+            raise ValueError(f"guestURL: {url}: larger than {MAX_GUEST_BYTES} bytes")
+        return url, r.content
+    if "://" in url and not url.startswith("file://"):
+        raise ValueError(f"guestURL: {url}: only file paths, file:// and http(s):// URLs are supported")
+    path = Path(url.removeprefix("file://"))
+    try:
+        if path.stat().st_size > MAX_GUEST_BYTES:
+            raise ValueError(f"guestURL: {path}: larger than {MAX_GUEST_BYTES} bytes")
+        return str(path), path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"guestURL: {path}: cannot read: {e.strerror}") from None
+
+
+def _exports(source: str, module: wasmtime.Module) -> tuple[str, ...]:
+    found: list[str] = []
+    has_memory = False
+    for ex in module.exports:
+        if ex.name == abi.MEMORY_EXPORT and isinstance(ex.type, wasmtime.MemoryType):
+            has_memory = True
+        spec = abi.EXPORTS.get(ex.name)
+        if spec is None or not isinstance(ex.type, wasmtime.FuncType):
+            continue
+        params = tuple(str(p) for p in ex.type.params)
+        results = tuple(str(r) for r in ex.type.results)
+        if (params, results) != (spec.params, spec.results):
+            want = f"({', '.join(spec.params)}) -> ({', '.join(spec.results)})"
+            raise ValueError(f"guestURL: {source}: export {ex.name!r} has the wrong signature, want {want}")
+        found.append(ex.name)
+    if not has_memory:
+        raise ValueError(f"guestURL: {source}: the guest does not export its memory as {abi.MEMORY_EXPORT!r}")
+    if not found:
+        names = ", ".join(abi.EXPORTS)
+        raise ValueError(f"guestURL: {source}: the guest exports no plugin function (one of {names})")
+    for needs, on in (("unreserve", "reserve"), ("normalizescore", "score")):
+        if needs in found and on not in found:
+            raise ValueError(f"guestURL: {source}: export {needs!r} needs {on!r}")
+    return tuple(found)
+
+
+def _check_imports(source: str, module: wasmtime.Module) -> bool:
+    provided = host.provided()
+    wasi = False
+    for im in module.imports:
+        if im.module == abi.MOD_WASI:
+            wasi = True
+        elif (im.module, im.name or "") not in provided:
+            raise ValueError(
+                f"guestURL: {source}: imports {im.module}.{im.name}, which the host does not provide"
+            )
+    return wasi
+
+
+def _first_line(e: BaseException) -> str:
+    """The cause of a wasmtime error on one line (its "Caused by:" part, not the backtrace)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if "Caused by:" in lines and lines[-1] != "Caused by:":
+        return lines[lines.index("Caused by:") + 1]
+    return lines[0] if lines else type(e).__name__
+
+
+class GuestInstance:
+    """One plugin's sandboxed instance of a guest."""
+
+    def __init__(self, name: str, guest: GuestModule, args: WasmPluginArgs) -> None:
+        self.name = name
+        self.guest = guest
+        self.args = args
+        self.config = args.guest_config.encode()
+        self._timeout = args.call_timeout_seconds
+        self._budget = args.cycle_budget_seconds
+        self.ctx: host.CallContext | None = None
+        self._lock = threading.Lock()
+        self._budget_key = f"WasmBudget/{name}"
+        self._linker = wasmtime.Linker(engine())
+        self._keep = host.define(self._linker, self)
+        if guest.needs_wasi:
+            self._linker.define_wasi()
+        self._funcs: dict[str, wasmtime.Func] = {}
+        self._instantiate()
+
+    def _instantiate(self) -> None:
+        store = wasmtime.Store(engine())
+        store.set_limits(memory_size=self.args.max_memory_pages * 65536)
+        store.set_fuel(self.args.max_fuel_per_call)
+        store.set_epoch_deadline(self._ticks(self._timeout))
+        if self.guest.needs_wasi:
+            wasi = wasmtime.WasiConfig()
+            if self.args.env:
+                wasi.env = list(self.args.env.items())
+            for p in self.args.preopens:
+                wasi.preopen_dir(p.host_path, p.guest_path, fs_mutable=not p.read_only)
+            store.set_wasi(wasi)
+        self.store = store
+        try:
+            instance = self._linker.instantiate(store, self.guest.module)
+            exports = instance.exports(store)
+            init = exports.get("_initialize")
+            if isinstance(init, wasmtime.Func):
+                init(store)
+        except (wasmtime.WasmtimeError, wasmtime.Trap) as e:
+            raise GuestError(f"instantiating: {self._cause(e, with_memory=False)}") from None
+        memory = exports.get(abi.MEMORY_EXPORT)
+        assert isinstance(memory, wasmtime.Memory)
+        self.memory = memory
+        self._funcs = {}
+        for name in self.guest.exports:
+            f = exports.get(name)
+            assert isinstance(f, wasmtime.Func)
+            self._funcs[name] = f
+
+    @staticmethod
+    def _ticks(seconds: float) -> int:
+        return max(1, math.ceil(seconds / TICK_SECONDS)) + 1
+
+    def call(self, export: str, ctx: host.CallContext, state: CycleState | None) -> Any:
+        """Call ``export`` with ``ctx`` inside the limits; its raw return value."""
+        with self._lock:
+            spent = float(state.get(self._budget_key, 0.0)) if state is not None else 0.0
+            left = self._budget - spent
+            if left <= 0:
+                raise GuestError(f"{export}: cycle budget of {self.args.cycle_budget} used up")
+            timeout = min(self._timeout, left)
+            self.ctx = ctx
+            self.store.set_fuel(self.args.max_fuel_per_call)
+            self.store.set_epoch_deadline(self._ticks(timeout))
+            t0 = time.perf_counter()
+            try:
+                return self._invoke(export)
+            except Exception as e:
+                # Traps, exhausted limits, ABI breaches, and anything a host function raised: all
+                # end this call only.
+                failure: BaseException = e
+            finally:
+                self.ctx = None
+                if state is not None:
+                    state.write(self._budget_key, spent + time.perf_counter() - t0)
+            cause = self._cause(failure, timeout)
+            # A trapped instance may hold half-updated state: the next call gets a fresh one.
+            self._instantiate()
+            raise GuestError(f"{export}: {cause}")
+
+    def _invoke(self, export: str) -> int | None:
+        results = abi.EXPORTS[export].results
+        return ffi.invoke(self.store, self._funcs[export], results[0] if results else None)
+
+    def _cause(self, e: BaseException, timeout: float | None = None, with_memory: bool = True) -> str:
+        if isinstance(e, host.GuestFault):
+            return f"broke the ABI: {e}"
+        if not isinstance(e, (wasmtime.WasmtimeError, wasmtime.Trap)):
+            return f"host function failed: {type(e).__name__}: {e}"
+        code = e.trap_code if isinstance(e, wasmtime.Trap) else None
+        if code == wasmtime.TrapCode.OUT_OF_FUEL:
+            return f"ran out of fuel (maxFuelPerCall {self.args.max_fuel_per_call})"
+        if code == wasmtime.TrapCode.INTERRUPT:
+            return f"timed out after {timeout if timeout is not None else self._timeout:g}s"
+        msg = _first_line(e)
+        if not isinstance(e, wasmtime.Trap):
+            return msg
+        if with_memory and self.memory.size(self.store) >= self.args.max_memory_pages:
+            msg += f" (memory at its limit of {self.args.max_memory_pages} pages)"
+        return f"trapped: {msg}"
