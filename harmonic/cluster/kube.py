@@ -252,6 +252,7 @@ class LiveScheduler:
             transport.with_limits(transport.limiter.qps, transport.limiter.burst),
             api=events_api,
             retry_sleep=event_retry_sleep,
+            on_drop=self.metrics.events_dropped.inc,
         )
         self.status = StatusPatcher(transport)
         le = config.leader_election

@@ -41,6 +41,7 @@ from kubernetes.config import incluster_config
 from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
+from harmonic.cluster import http1
 
 log = logging.getLogger(__name__)
 
@@ -279,31 +280,28 @@ class Transport:
         status, payload = 0, b""
         auth_retried = False
         for attempt in range(3):
-            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            conn: http1.Connection | None = getattr(self._local, "conn", None)
             reused = conn is not None
             try:
                 if conn is None:
-                    conn = self._local.conn = self._connect(timeout)
-                assert conn.sock is not None
-                conn.sock.settimeout(timeout)
-                conn.request(
-                    method,
-                    target,
-                    body=data,
-                    headers=self._headers(content_type if data is not None else None),
+                    conn = self._local.conn = http1.Connection(
+                        self._hostname, self._port, timeout, self._tls, self._sni
+                    )
+                else:
+                    conn.settimeout(timeout)
+                resp = conn.request(
+                    method, target, self._headers(content_type if data is not None else None), data
                 )
-                resp = conn.getresponse()
-                payload = resp.read()
-                status = resp.status
+                payload, status = resp.body, resp.status
                 if resp.will_close:
                     self._drop(conn)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+            except (http1.RemoteClosed, ConnectionResetError, BrokenPipeError) as e:
                 if conn is not None:
                     self._drop(conn)
                 if reused and attempt == 0:
                     continue  # the server closed an idle kept-alive connection: one retry, on a new one
                 raise TransportError(f"{method} {path}: {e}") from None
-            except (OSError, http.client.HTTPException) as e:
+            except (OSError, http1.ProtocolError) as e:
                 if conn is not None:
                     self._drop(conn)
                 raise TransportError(f"{method} {path}: {e or type(e).__name__}") from None
@@ -321,8 +319,9 @@ class Transport:
         except ValueError:
             raise TransportError(f"{method} {path}: answer is not JSON") from None
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
+    def _drop(self, conn: http1.Connection) -> None:
+        with contextlib.suppress(OSError):
+            conn.close()
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None
 

@@ -77,6 +77,13 @@ class SchedulerMetrics(ExtensionPointRecorder):
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=r,
         )
+        # Not kube-scheduler's (client-go drops a full broadcaster's events silently): a saturated
+        # Event pipeline loses Events only, never pods or bindings, and this says how many.
+        self.events_dropped = Counter(
+            "harmonic_events_dropped",
+            "Number of Events dropped because the queue of Events waiting to be written was full.",
+            registry=r,
+        )
         for q in PENDING_QUEUES:
             self.pending_pods.labels(q).set(0)
         #: Label children by label values: ``labels()`` costs more than ``observe()`` on the hot path.
