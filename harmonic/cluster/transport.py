@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+import msgspec
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
@@ -49,6 +50,10 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 DEFAULT_TIMEOUT = 30.0
+#: msgspec's JSON codec gives the same Python objects as the json module at about half the CPU
+#: (watch events and list pages are most of what an informer spends).
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 AUTH_CACHE_SECONDS = 10.0
 
 
@@ -274,7 +279,7 @@ class Transport:
     ) -> Any:
         """One API call; the decoded JSON answer. Raises ``ApiStatusError`` or ``TransportError``."""
         self.limiter.acquire()
-        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        data = _encode(body) if body is not None else None
         target = self.url(path, query)
         timeout = timeout or self.timeout
         status, payload = 0, b""
@@ -315,8 +320,8 @@ class Transport:
         if not payload:
             return None
         try:
-            return json.loads(payload)
-        except ValueError:
+            return _decode(payload)
+        except msgspec.DecodeError:
             raise TransportError(f"{method} {path}: answer is not JSON") from None
 
     def _drop(self, conn: http1.Connection) -> None:
@@ -390,8 +395,8 @@ class WatchStream:
 
 def _decode_event(line: bytes, path: str) -> dict[str, Any]:
     try:
-        ev = json.loads(line)
-    except ValueError:
+        ev = _decode(line)
+    except msgspec.DecodeError:
         raise TransportError(f"watch {path}: undecodable event {line[:80]!r}") from None
     if (
         not isinstance(ev, dict)
