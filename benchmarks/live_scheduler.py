@@ -28,11 +28,21 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harmonic.cluster.kube import LiveScheduler, tune_process
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import load_config
 from harmonic.perf.templates import named, node_template, pod_template
+from harmonic.perf.workloads.harmony import NAMESPACE, graph_service
 from harmonic.plugins.registry import default_registry
+from harmonic.sim.profiles import BUNDLED_PROFILES_DIR
+
+
+def harmonic_profile() -> dict[str, Any]:
+    """The bundled ``harmonic`` profile (plugins, weights, args)."""
+    doc = yaml.safe_load((BUNDLED_PROFILES_DIR / "harmonic.yaml").read_text())
+    return next(p for p in doc["profiles"] if p["schedulerName"] == "harmonic")
 
 
 def _admin(url: str, path: str, body: Any = None) -> Any:
@@ -91,6 +101,15 @@ def main() -> int:
         help="run the double on CPU 1 and the scheduler on CPU 0 (taskset), instead of sharing both cores",
     )
     ap.add_argument("--profile", metavar="FILE", help="py-spy the scheduler over the measured window")
+    ap.add_argument(
+        "--harmony",
+        type=int,
+        default=0,
+        metavar="WORKLOADS",
+        help="schedule with the bundled harmonic profile, pods labelled round-robin for WORKLOADS "
+        "workloads of an affinity graph (scheduler_perf's SchedulingBasicHarmony)",
+    )
+    ap.add_argument("--edges", type=int, default=20000, help="affinity-graph edges with --harmony")
     args = ap.parse_args()
 
     pin = ["taskset", "-c", "1"] if args.pin else []
@@ -132,7 +151,7 @@ def main() -> int:
                     "resourceNamespace": "kube-system",
                 },
                 "clientConnection": {"qps": args.qps, "burst": 1000},
-                "profiles": [{"schedulerName": "harmonic"}],
+                "profiles": [harmonic_profile() if args.harmony else {"schedulerName": "harmonic"}],
             },
             default_registry(),
             source="benchmark",
@@ -144,7 +163,10 @@ def main() -> int:
             user_agent="harmonic-benchmark",
         )
         tune_process()
-        live = LiveScheduler(cfg, default_registry(), transport, bind_workers=args.bind_workers)
+        services = {"affinity_graph": graph_service(args.harmony, args.edges)} if args.harmony else None
+        live = LiveScheduler(
+            cfg, default_registry(), transport, bind_workers=args.bind_workers, services=services
+        )
         runner = threading.Thread(target=live.run, name="live", daemon=True)
         runner.start()
         while not live.synced.is_set() or not live.is_leader:
@@ -152,7 +174,10 @@ def main() -> int:
 
         pt = pod_template()
         pt["spec"]["schedulerName"] = "harmonic"
-        pods = [named(pt, f"pod-{i}", "default") for i in range(args.pods)]
+        ns = NAMESPACE if args.harmony else "default"
+        pods = [named(pt, f"pod-{i}", ns) for i in range(args.pods)]
+        for i, p in enumerate(pods if args.harmony else ()):
+            p["metadata"]["labels"] = {"app": f"w{i % args.harmony}"}
         # Encoded ahead: this driver thread's own CPU is left out of the scheduler's figure anyway.
         body = json.dumps({"resource": "pods", "items": pods}).encode()
         _admin(url, "reset-stats", {})
@@ -210,9 +235,12 @@ def main() -> int:
         "cpu_ms_per_pod_scheduler": round(1000 * cpu_sched / max(1, bound), 3),
         "cpu_ms_per_pod_apiserver": round(1000 * cpu_api / max(1, bound), 3),
         "pinned": args.pin,
+        "harmony_workloads": args.harmony,
         "cpu_seconds_by_thread": {k: round(v, 2) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
     }
     where = "double on CPU 1, scheduler on CPU 0" if args.pin else "sharing both cores"
+    if args.harmony:
+        where += f"; harmonic profile, {args.harmony} workloads, {args.edges} graph edges"
     print(
         f"live scheduler vs API-server double ({where}): {args.nodes} nodes, {args.pods} pods created at once"
     )
