@@ -14,6 +14,7 @@ API calls per pod counted by the server over the same window, by verb and resour
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -61,6 +62,14 @@ def _cpu_seconds(pid: str) -> float:
     """User+system CPU time of a process (Linux /proc), to see which side is busy."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib() -> tuple[float, float]:
+    """(resident, peak resident) MiB of this process."""
+    status = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
 
 
 def _thread_cpu() -> dict[str, float]:
@@ -201,6 +210,11 @@ def main() -> int:
         time.sleep(0.5)
         drained = time.perf_counter() - t0
         stats = _admin(url, "stats")
+        # The driver's copies of the pods go first: what stays is the scheduler's (its informers'
+        # stores, cache, snapshot, queue).
+        del pods, body
+        gc.collect()
+        rss, peak = _rss_mib()
         # The scheduler's threads only: this (driver) thread's polling and bulk create are not its work.
         cpu_driver = time.thread_time() - cpu0_driver
         threads = {k: v - threads0.get(k, 0.0) for k, v in _thread_cpu().items()}
@@ -236,6 +250,7 @@ def main() -> int:
         "cpu_ms_per_pod_apiserver": round(1000 * cpu_api / max(1, bound), 3),
         "pinned": args.pin,
         "harmony_workloads": args.harmony,
+        "rss_mib": round(rss, 1),
         "cpu_seconds_by_thread": {k: round(v, 2) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
     }
     where = "double on CPU 1, scheduler on CPU 0" if args.pin else "sharing both cores"
@@ -254,6 +269,9 @@ def main() -> int:
     print(
         "  scheduler CPU by thread:",
         ", ".join(f"{k} {v:.1f} s" for k, v in result["cpu_seconds_by_thread"].items() if v >= 0.05),
+    )
+    print(
+        f"  memory: {rss:,.0f} MiB resident after binding (the driver's pod list freed; peak {peak:,.0f} MiB)"
     )
     print(f"  all Events written {drained:.2f} s after the create ({live.events.dropped} dropped)")
     print(f"  API calls (until the Events were written): {total} = {total / max(1, args.pods):.2f} per pod")
