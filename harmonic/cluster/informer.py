@@ -95,6 +95,17 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+def nodes_and_pods(transport: Transport, backoff: Callable[[], Backoff]) -> dict[str, Informer]:
+    """A scheduler's informers of nodes and of non-terminal pods (``harmonic run`` and the extender's
+    cache alike), without ``managedFields``."""
+    return {
+        "nodes": Informer(transport, NODES, backoff=backoff(), transform=strip_managed_fields),
+        "pods": Informer(
+            transport, PODS, field_selector=ACTIVE_PODS, backoff=backoff(), transform=strip_managed_fields
+        ),
+    }
+
+
 def object_key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from itertools import compress
 from collections.abc import Iterable, Mapping
+from itertools import compress
 from typing import Any
 
 import numpy as np
