@@ -85,10 +85,17 @@ def _thread_cpu() -> dict[str, float]:
     return out
 
 
+def _py_spy() -> str:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        raise SystemExit("--profile needs py-spy: pip install -e '.[profile]'")
+    return spy
+
+
 def _start_profiler(out: str) -> subprocess.Popen[bytes]:
     """py-spy sampling this process (only threads holding the GIL: where its CPU goes), collapsed stacks
     to ``out``; summarise with ``python benchmarks/profile_top.py out``."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    spy = _py_spy()
     cmd = [spy, "record", "--pid", str(os.getpid()), "--threads", "--gil", "--format", "raw", "-r", "200"]
     prof = subprocess.Popen([*cmd, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # let it attach before the measured window opens
@@ -121,6 +128,8 @@ def main() -> int:
     ap.add_argument("--edges", type=int, default=20000, help="affinity-graph edges with --harmony")
     args = ap.parse_args()
 
+    if args.profile:
+        _py_spy()  # fail before the set-up, not after it
     pin = ["taskset", "-c", "1"] if args.pin else []
     if args.pin:
         os.sched_setaffinity(0, {0})
