@@ -103,7 +103,10 @@ class EventRecorder:
     """Writes Events for one or more reporting controllers through ``transport``.
 
     ``api``: ``events.k8s.io/v1`` or ``v1``; ``None`` asks the server (discovery), as client-go's
-    adapter does. ``retry_sleep``: base pause between retries of an unreachable server.
+    adapter does. ``retry_sleep``: base pause between retries of an unreachable server. ``workers``:
+    writers in parallel. 4 (16 before) write one Event per pod as fast as ``benchmarks/live_scheduler.py``
+    binds them, for less CPU: every extra thread is one more contending with the scheduling thread for
+    the interpreter.
     """
 
     def __init__(
@@ -181,9 +184,8 @@ class EventRecorder:
             self.dropped += 1
             if self.on_drop is not None:
                 self.on_drop()
-            if (
-                self.dropped in (1, 10) or self.dropped % 1000 == 0
-            ):  # rate-limited: a storm must not flood logs
+            # Logged at the 1st, 10th and every 1000th drop: a storm must not flood the logs too.
+            if self.dropped in (1, 10) or self.dropped % 1000 == 0:
                 log.warning("event queue full, %d events dropped so far (latest: %s)", self.dropped, reason)
 
     def _expand(self, item: _Queued) -> dict[str, Any]:
