@@ -4,6 +4,7 @@
     python benchmarks/extender.py --mode names --init-pods 1000 --json
     python benchmarks/extender.py --mode names --churn 50             # pods bound meanwhile, 50/s
     python benchmarks/extender.py --in-process                        # the verbs' compute, no HTTP
+    python benchmarks/extender.py --mode names --profile /tmp/ext.txt # py-spy the extender meanwhile
 
 The server is ``harmonic extender`` itself, in its own process (as in its own pod), with the default
 profile:
@@ -31,6 +32,8 @@ import gc
 import http.client
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -210,6 +213,18 @@ class ExtenderProcess:
             self.proc.kill()
 
 
+def start_profiler(pid: int, out: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling ``pid`` (threads holding the GIL), collapsed stacks to ``out``; summarise with
+    ``python benchmarks/profile_top.py out``."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        raise SystemExit("--profile needs py-spy: pip install -e '.[profile]'")
+    cmd = [spy, "record", "--pid", str(pid), "--threads", "--gil", "--format", "raw", "-r", "200", "-o", out]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # let it attach before the measured pairs
+    return proc
+
+
 def cpu_seconds(pid: int) -> float:
     """User+system CPU time of a process (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -244,12 +259,20 @@ def post(conn: http.client.HTTPConnection, verb: str, body: bytes) -> tuple[floa
 
 
 def run(
-    mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int, churn: float = 0
+    mode: str,
+    nodes: int,
+    pods: int,
+    warmup: int,
+    images: int,
+    init_pods: int,
+    churn: float = 0,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp())
     api = ApiServer() if mode == "names" else None
     ext: ExtenderProcess | None = None
     churner: Churn | None = None
+    spy: subprocess.Popen[bytes] | None = None
     try:
         if api is not None:
             api.populate(make_nodes(nodes, images), init_pods)
@@ -271,6 +294,8 @@ def run(
         for k in range(warmup + pods):
             if k == warmup:
                 cpu0 = cpu_seconds(ext.proc.pid)
+                if profile:
+                    spy = start_profiler(ext.proc.pid, profile)
                 if churner is not None:
                     churner.start()
             gc.collect()
@@ -300,6 +325,9 @@ def run(
         # The extender's CPU over the measured pairs (and the churn it absorbed meanwhile): on a
         # shared machine the latencies above include waiting for a core, this does not.
         cpu_per_pair = (cpu_seconds(ext.proc.pid) - cpu0) / max(1, pods)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         conn.close()
     finally:
         gc.enable()
@@ -406,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         help="names mode: bound pods created per second in the API server while measuring",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", metavar="FILE", help="py-spy the extender over the measured pairs")
     a = ap.parse_args(argv)
     modes = ("names", "nodes") if a.mode == "both" else (a.mode,)
     for mode in modes:
@@ -413,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             r = run_in_process(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
             where = "in-process"
         else:
-            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn)
+            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn, a.profile)
             where = (
                 f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s,"
                 f" extender CPU {r['extender_cpu_ms_per_pair']} ms per pair"
