@@ -32,7 +32,6 @@ import gc
 import http.client
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -43,6 +42,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from profile_top import start_profiler
 
 from harmonic.perf.templates import named, node_template, pod_template
 from harmonic.testing.kubeshape import api_node, api_pod, extender_args, marshal
@@ -211,18 +212,6 @@ class ExtenderProcess:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-
-
-def start_profiler(pid: int, out: str) -> subprocess.Popen[bytes]:
-    """py-spy sampling ``pid`` (threads holding the GIL), collapsed stacks to ``out``; summarise with
-    ``python benchmarks/profile_top.py out``."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(spy).exists():
-        raise SystemExit("--profile needs py-spy: pip install -e '.[profile]'")
-    cmd = [spy, "record", "--pid", str(pid), "--threads", "--gil", "--format", "raw", "-r", "200", "-o", out]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1.0)  # let it attach before the measured pairs
-    return proc
 
 
 def cpu_seconds(pid: int) -> float:

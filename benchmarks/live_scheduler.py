@@ -18,7 +18,6 @@ import gc
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from profile_top import py_spy, start_profiler
 
 from harmonic.cluster.kube import LiveScheduler, tune_process
 from harmonic.cluster.transport import Transport, load_client
@@ -85,23 +85,6 @@ def _thread_cpu() -> dict[str, float]:
     return out
 
 
-def _py_spy() -> str:
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(spy).exists():
-        raise SystemExit("--profile needs py-spy: pip install -e '.[profile]'")
-    return spy
-
-
-def _start_profiler(out: str) -> subprocess.Popen[bytes]:
-    """py-spy sampling this process (only threads holding the GIL: where its CPU goes), collapsed stacks
-    to ``out``; summarise with ``python benchmarks/profile_top.py out``."""
-    spy = _py_spy()
-    cmd = [spy, "record", "--pid", str(os.getpid()), "--threads", "--gil", "--format", "raw", "-r", "200"]
-    prof = subprocess.Popen([*cmd, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1.0)  # let it attach before the measured window opens
-    return prof
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=5000)
@@ -129,7 +112,7 @@ def main() -> int:
     args = ap.parse_args()
 
     if args.profile:
-        _py_spy()  # fail before the set-up, not after it
+        py_spy()  # fail before the set-up, not after it
     pin = ["taskset", "-c", "1"] if args.pin else []
     if args.pin:
         os.sched_setaffinity(0, {0})
@@ -199,7 +182,7 @@ def main() -> int:
         # Encoded ahead: this driver thread's own CPU is left out of the scheduler's figure anyway.
         body = json.dumps({"resource": "pods", "items": pods}).encode()
         _admin(url, "reset-stats", {})
-        prof = _start_profiler(args.profile) if args.profile else None
+        prof = start_profiler(os.getpid(), args.profile) if args.profile else None
         cpu0_sched, cpu0_api = _cpu_seconds("self"), _cpu_seconds(str(proc.pid))
         cpu0_driver = time.thread_time()
         threads0 = _thread_cpu()

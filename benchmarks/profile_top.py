@@ -5,16 +5,36 @@ function where the sample was taken (self), and by function anywhere on the stac
     python benchmarks/profile_top.py /tmp/live.txt --top 25
 
 With ``py-spy --gil`` only the thread holding the GIL is sampled, so the shares are where the
-process's Python CPU went.
+process's Python CPU went. ``start_profiler`` is how the benchmarks start py-spy (``--profile``).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
+import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
+
+
+def py_spy() -> str:
+    """The py-spy executable (on PATH or beside this interpreter); exits with a hint when missing."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        raise SystemExit("--profile needs py-spy: pip install -e '.[profile]'")
+    return spy
+
+
+def start_profiler(pid: int, out: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling process ``pid`` (only threads holding the GIL), collapsed stacks to ``out``;
+    stop it with SIGINT, then summarise ``out`` with this script."""
+    cmd = [py_spy(), "record", "--pid", str(pid), "--threads", "--gil", "--format", "raw", "-r", "200"]
+    proc = subprocess.Popen([*cmd, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # let it attach before the measured window opens
+    return proc
 
 
 def summarise(lines: list[str]) -> tuple[int, Counter[str], Counter[str], Counter[str]]:
