@@ -4,6 +4,7 @@
     python benchmarks/extender.py --mode names --init-pods 1000 --json
     python benchmarks/extender.py --mode names --churn 50             # pods bound meanwhile, 50/s
     python benchmarks/extender.py --in-process                        # the verbs' compute, no HTTP
+    python benchmarks/extender.py --mode names --profile /tmp/ext.txt # py-spy the extender meanwhile
 
 The server is ``harmonic extender`` itself, in its own process (as in its own pod), with the default
 profile:
@@ -31,6 +32,7 @@ import gc
 import http.client
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from profile_top import start_profiler
 
 from harmonic.perf.templates import named, node_template, pod_template
 from harmonic.testing.kubeshape import api_node, api_pod, extender_args, marshal
@@ -210,6 +214,12 @@ class ExtenderProcess:
             self.proc.kill()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
@@ -238,12 +248,20 @@ def post(conn: http.client.HTTPConnection, verb: str, body: bytes) -> tuple[floa
 
 
 def run(
-    mode: str, nodes: int, pods: int, warmup: int, images: int, init_pods: int, churn: float = 0
+    mode: str,
+    nodes: int,
+    pods: int,
+    warmup: int,
+    images: int,
+    init_pods: int,
+    churn: float = 0,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp())
     api = ApiServer() if mode == "names" else None
     ext: ExtenderProcess | None = None
     churner: Churn | None = None
+    spy: subprocess.Popen[bytes] | None = None
     try:
         if api is not None:
             api.populate(make_nodes(nodes, images), init_pods)
@@ -261,9 +279,14 @@ def run(
         gc.disable()
         if api is not None:
             churner = Churn(api, churn, names)
+        cpu0 = 0.0
         for k in range(warmup + pods):
-            if k == warmup and churner is not None:
-                churner.start()
+            if k == warmup:
+                cpu0 = cpu_seconds(ext.proc.pid)
+                if profile:
+                    spy = start_profiler(ext.proc.pid, profile)
+                if churner is not None:
+                    churner.start()
             gc.collect()
             p = make_pod(f"bench-{k}")
             if node_objs is not None:
@@ -288,6 +311,12 @@ def run(
                 filt.append(tf)
                 prio.append(tp)
                 pair.append(tf + tp)
+        # The extender's CPU over the measured pairs (and the churn it absorbed meanwhile): on a
+        # shared machine the latencies above include waiting for a core, this does not.
+        cpu_per_pair = (cpu_seconds(ext.proc.pid) - cpu0) / max(1, pods)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         conn.close()
     finally:
         gc.enable()
@@ -312,6 +341,7 @@ def run(
         "filter": summary(filt),
         "prioritize": summary(prio),
         "pair": summary(pair),
+        "extender_cpu_ms_per_pair": round(cpu_per_pair * 1e3, 2),
     }
 
 
@@ -393,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         help="names mode: bound pods created per second in the API server while measuring",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", metavar="FILE", help="py-spy the extender over the measured pairs")
     a = ap.parse_args(argv)
     modes = ("names", "nodes") if a.mode == "both" else (a.mode,)
     for mode in modes:
@@ -400,8 +431,11 @@ def main(argv: list[str] | None = None) -> int:
             r = run_in_process(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
             where = "in-process"
         else:
-            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn)
-            where = f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s"
+            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn, a.profile)
+            where = (
+                f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s,"
+                f" extender CPU {r['extender_cpu_ms_per_pair']} ms per pair"
+            )
         print(
             f"{mode:5s} {r['nodes']} nodes, {r['pods']} pods, {where}: "
             + "  ".join(

@@ -14,8 +14,11 @@ API calls per pod counted by the server over the same window, by verb and resour
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,15 +28,26 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
+from profile_top import py_spy, start_profiler
+
 from harmonic.cluster.kube import LiveScheduler, tune_process
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import load_config
 from harmonic.perf.templates import named, node_template, pod_template
+from harmonic.perf.workloads.harmony import NAMESPACE, graph_service
 from harmonic.plugins.registry import default_registry
+from harmonic.sim.profiles import BUNDLED_PROFILES_DIR
+
+
+def harmonic_profile() -> dict[str, Any]:
+    """The bundled ``harmonic`` profile (plugins, weights, args)."""
+    doc = yaml.safe_load((BUNDLED_PROFILES_DIR / "harmonic.yaml").read_text())
+    return next(p for p in doc["profiles"] if p["schedulerName"] == "harmonic")
 
 
 def _admin(url: str, path: str, body: Any = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
+    data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(
         url + "/_harmonic/" + path,
         data=data,
@@ -50,6 +64,27 @@ def _cpu_seconds(pid: str) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _rss_mib() -> tuple[float, float]:
+    """(resident, peak resident) MiB of this process."""
+    status = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds by thread kind (pool threads "bind_3", "events-7" summed as "bind", "events")."""
+    out: dict[str, float] = {}
+    for t in threading.enumerate():
+        try:
+            cpu = _cpu_seconds(f"self/task/{t.native_id}")
+        except OSError:
+            continue
+        kind = re.sub(r"[-_]\d+$", "", t.name)
+        out[kind] = out.get(kind, 0.0) + cpu
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=5000)
@@ -59,10 +94,30 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     ap.add_argument("--verbose", action="store_true", help="print the progress timeline and the metrics")
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="run the double on CPU 1 and the scheduler on CPU 0 (taskset), instead of sharing both cores",
+    )
+    ap.add_argument("--profile", metavar="FILE", help="py-spy the scheduler over the measured window")
+    ap.add_argument(
+        "--harmony",
+        type=int,
+        default=0,
+        metavar="WORKLOADS",
+        help="schedule with the bundled harmonic profile, pods labelled round-robin for WORKLOADS "
+        "workloads of an affinity graph (scheduler_perf's SchedulingBasicHarmony)",
+    )
+    ap.add_argument("--edges", type=int, default=20000, help="affinity-graph edges with --harmony")
     args = ap.parse_args()
 
+    if args.profile:
+        py_spy()  # fail before the set-up, not after it
+    pin = ["taskset", "-c", "1"] if args.pin else []
+    if args.pin:
+        os.sched_setaffinity(0, {0})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harmonic.testing.apiserver", "--bookmark-interval", "5"],
+        [*pin, sys.executable, "-m", "harmonic.testing.apiserver", "--bookmark-interval", "5"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -97,7 +152,7 @@ def main() -> int:
                     "resourceNamespace": "kube-system",
                 },
                 "clientConnection": {"qps": args.qps, "burst": 1000},
-                "profiles": [{"schedulerName": "harmonic"}],
+                "profiles": [harmonic_profile() if args.harmony else {"schedulerName": "harmonic"}],
             },
             default_registry(),
             source="benchmark",
@@ -109,7 +164,10 @@ def main() -> int:
             user_agent="harmonic-benchmark",
         )
         tune_process()
-        live = LiveScheduler(cfg, default_registry(), transport, bind_workers=args.bind_workers)
+        services = {"affinity_graph": graph_service(args.harmony, args.edges)} if args.harmony else None
+        live = LiveScheduler(
+            cfg, default_registry(), transport, bind_workers=args.bind_workers, services=services
+        )
         runner = threading.Thread(target=live.run, name="live", daemon=True)
         runner.start()
         while not live.synced.is_set() or not live.is_leader:
@@ -117,11 +175,19 @@ def main() -> int:
 
         pt = pod_template()
         pt["spec"]["schedulerName"] = "harmonic"
-        pods = [named(pt, f"pod-{i}", "default") for i in range(args.pods)]
+        ns = NAMESPACE if args.harmony else "default"
+        pods = [named(pt, f"pod-{i}", ns) for i in range(args.pods)]
+        for i, p in enumerate(pods if args.harmony else ()):
+            p["metadata"]["labels"] = {"app": f"w{i % args.harmony}"}
+        # Encoded ahead: this driver thread's own CPU is left out of the scheduler's figure anyway.
+        body = json.dumps({"resource": "pods", "items": pods}).encode()
         _admin(url, "reset-stats", {})
+        prof = start_profiler(os.getpid(), args.profile) if args.profile else None
         cpu0_sched, cpu0_api = _cpu_seconds("self"), _cpu_seconds(str(proc.pid))
+        cpu0_driver = time.thread_time()
+        threads0 = _thread_cpu()
         t0 = time.perf_counter()
-        _admin(url, "objects", {"resource": "pods", "items": pods})
+        _admin(url, "objects", body)
         created = time.perf_counter() - t0
         bound = 0
         timeline: list[tuple[float, int]] = []
@@ -136,8 +202,19 @@ def main() -> int:
         time.sleep(0.5)
         drained = time.perf_counter() - t0
         stats = _admin(url, "stats")
-        cpu_sched = _cpu_seconds("self") - cpu0_sched
+        # The driver's copies of the pods go first: what stays is the scheduler's (its informers'
+        # stores, cache, snapshot, queue).
+        del pods, body
+        gc.collect()
+        rss, peak = _rss_mib()
+        # The scheduler's threads only: this (driver) thread's polling and bulk create are not its work.
+        cpu_driver = time.thread_time() - cpu0_driver
+        threads = {k: v - threads0.get(k, 0.0) for k, v in _thread_cpu().items()}
+        cpu_sched = _cpu_seconds("self") - cpu0_sched - cpu_driver
         cpu_api = _cpu_seconds(str(proc.pid)) - cpu0_api
+        if prof is not None:
+            prof.send_signal(signal.SIGINT)
+            prof.wait(60)
         live.stop()
         runner.join(30)
     finally:
@@ -161,12 +238,33 @@ def main() -> int:
         "seconds_until_events_written": round(drained, 3),
         "cpu_seconds_scheduler": round(cpu_sched, 2),
         "cpu_seconds_apiserver": round(cpu_api, 2),
+        "cpu_ms_per_pod_scheduler": round(1000 * cpu_sched / max(1, bound), 3),
+        "cpu_ms_per_pod_apiserver": round(1000 * cpu_api / max(1, bound), 3),
+        "pinned": args.pin,
+        "harmony_workloads": args.harmony,
+        "rss_mib": round(rss, 1),
+        "cpu_seconds_by_thread": {k: round(v, 2) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
     }
-    print(f"live scheduler vs API-server double: {args.nodes} nodes, {args.pods} pods created at once")
+    where = "double on CPU 1, scheduler on CPU 0" if args.pin else "sharing both cores"
+    if args.harmony:
+        where += f"; harmonic profile, {args.harmony} workloads, {args.edges} graph edges"
+    print(
+        f"live scheduler vs API-server double ({where}): {args.nodes} nodes, {args.pods} pods created at once"
+    )
     print(
         f"  bound {bound}/{args.pods} in {elapsed:.2f} s (bulk create took {created:.2f} s): {bound / elapsed:,.0f} pods/s"
     )
-    print(f"  CPU over that window: scheduler process {cpu_sched:.1f} s, API-server double {cpu_api:.1f} s")
+    print(
+        f"  CPU over that window: scheduler {cpu_sched:.1f} s ({result['cpu_ms_per_pod_scheduler']:.2f} ms per bound"
+        f" pod), API-server double {cpu_api:.1f} s ({result['cpu_ms_per_pod_apiserver']:.2f} ms per pod)"
+    )
+    print(
+        "  scheduler CPU by thread:",
+        ", ".join(f"{k} {v:.1f} s" for k, v in result["cpu_seconds_by_thread"].items() if v >= 0.05),
+    )
+    print(
+        f"  memory: {rss:,.0f} MiB resident after binding (the driver's pod list freed; peak {peak:,.0f} MiB)"
+    )
     print(f"  all Events written {drained:.2f} s after the create ({live.events.dropped} dropped)")
     print(f"  API calls (until the Events were written): {total} = {total / max(1, args.pods):.2f} per pod")
     for k, v in sorted(calls.items(), key=lambda kv: -kv[1]):

@@ -39,7 +39,7 @@ from typing import Any
 from harmonic.api.pod import Pod
 from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
-from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
+from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods
 from harmonic.cluster.leader import LeaderElector, default_identity
 from harmonic.cluster.services import LiveServices
 from harmonic.cluster.transport import (
@@ -243,8 +243,7 @@ class LiveScheduler:
         self.metrics = metrics or SchedulerMetrics()
         plugin_services = LiveServices(transport, informer_backoff)
         self.informers: dict[str, Informer] = {
-            "nodes": Informer(transport, NODES, backoff=informer_backoff()),
-            "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
+            **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
         }
         # kube-scheduler writes events through a client of its own (its own rate limit).
@@ -252,6 +251,7 @@ class LiveScheduler:
             transport.with_limits(transport.limiter.qps, transport.limiter.burst),
             api=events_api,
             retry_sleep=event_retry_sleep,
+            on_drop=self.metrics.events_dropped.inc,
         )
         self.status = StatusPatcher(transport)
         le = config.leader_election

@@ -36,9 +36,10 @@ LEASE_API = "coordination.k8s.io/v1"
 JITTER_FACTOR = 1.2
 
 
-def micro_time() -> str:
-    """Now as a metav1.MicroTime: RFC 3339 in UTC with microseconds."""
-    t = time.time()
+def micro_time(t: float | None = None) -> str:
+    """``t`` (epoch seconds, default now) as a metav1.MicroTime: RFC 3339 in UTC with microseconds."""
+    if t is None:
+        t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
 

@@ -10,9 +10,17 @@ header. Two of its parts are not used, by measurement (``benchmarks/k8s_client_c
   bodies stay JSON and are compiled straight into Harmonic's views (``harmonic.api``);
 - its urllib3 request path: it costs 2-3x the CPU of a plain ``http.client`` request per call (it
   sends headers and body in separate writes, and re-reads the whole configuration to get the token),
-  and a scheduler makes one or two calls per pod. Requests go over one persistent ``http.client``
-  connection per thread instead, with TLS from the same configuration; the Authorization header is
-  re-read every 10 s, and at once after a 401.
+  and a scheduler makes one or two calls per pod. Requests go over one persistent connection per
+  thread instead (``http1.Connection``: one write per request, about half the CPU of ``http.client``'s
+  request path, 91 against 197 us per Event POST to the API-server double), with TLS from the same
+  configuration; the Authorization header is re-read every 10 s, and at once after a 401. Watches
+  stream over ``http.client``.
+
+Bodies are JSON both ways (msgspec's codec). The protobuf content type kube-scheduler asks for was
+not taken up: decoding is a few percent of the live scheduler's CPU (``benchmarks/live_scheduler.py``,
+the pod informer's thread is ~6 % of it, decoding only part of that), and the official Python client
+has no protobuf support: it would take bindings generated from k8s.io/api's .proto files, kept in
+step with every Kubernetes release, for a few percent at most.
 
 ``Transport.request`` returns the decoded body or raises ``ApiStatusError`` (a non-2xx answer, with
 the server's ``Status`` reason and message) or ``TransportError`` (no answer). Requests pass a
@@ -35,12 +43,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+import msgspec
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
+from harmonic.cluster import http1
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +58,10 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 DEFAULT_TIMEOUT = 30.0
+#: msgspec's JSON codec gives the same Python objects as the json module at about half the CPU
+#: (watch events and list pages are most of what an informer spends).
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 AUTH_CACHE_SECONDS = 10.0
 
 
@@ -273,37 +287,34 @@ class Transport:
     ) -> Any:
         """One API call; the decoded JSON answer. Raises ``ApiStatusError`` or ``TransportError``."""
         self.limiter.acquire()
-        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        data = _encode(body) if body is not None else None
         target = self.url(path, query)
         timeout = timeout or self.timeout
         status, payload = 0, b""
         auth_retried = False
         for attempt in range(3):
-            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            conn: http1.Connection | None = getattr(self._local, "conn", None)
             reused = conn is not None
             try:
                 if conn is None:
-                    conn = self._local.conn = self._connect(timeout)
-                assert conn.sock is not None
-                conn.sock.settimeout(timeout)
-                conn.request(
-                    method,
-                    target,
-                    body=data,
-                    headers=self._headers(content_type if data is not None else None),
+                    conn = self._local.conn = http1.Connection(
+                        self._hostname, self._port, timeout, self._tls, self._sni
+                    )
+                else:
+                    conn.settimeout(timeout)
+                resp = conn.request(
+                    method, target, self._headers(content_type if data is not None else None), data
                 )
-                resp = conn.getresponse()
-                payload = resp.read()
-                status = resp.status
+                payload, status = resp.body, resp.status
                 if resp.will_close:
                     self._drop(conn)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+            except (http1.RemoteClosed, ConnectionResetError, BrokenPipeError) as e:
                 if conn is not None:
                     self._drop(conn)
                 if reused and attempt == 0:
                     continue  # the server closed an idle kept-alive connection: one retry, on a new one
                 raise TransportError(f"{method} {path}: {e}") from None
-            except (OSError, http.client.HTTPException) as e:
+            except (OSError, http1.ProtocolError) as e:
                 if conn is not None:
                     self._drop(conn)
                 raise TransportError(f"{method} {path}: {e or type(e).__name__}") from None
@@ -317,12 +328,13 @@ class Transport:
         if not payload:
             return None
         try:
-            return json.loads(payload)
-        except ValueError:
+            return _decode(payload)
+        except msgspec.DecodeError:
             raise TransportError(f"{method} {path}: answer is not JSON") from None
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
+    def _drop(self, conn: http1.Connection) -> None:
+        with contextlib.suppress(OSError):
+            conn.close()
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None
 
@@ -391,8 +403,8 @@ class WatchStream:
 
 def _decode_event(line: bytes, path: str) -> dict[str, Any]:
     try:
-        ev = json.loads(line)
-    except ValueError:
+        ev = _decode(line)
+    except msgspec.DecodeError:
         raise TransportError(f"watch {path}: undecodable event {line[:80]!r}") from None
     if (
         not isinstance(ev, dict)

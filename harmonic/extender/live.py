@@ -25,7 +25,7 @@ from typing import Any
 
 from harmonic.api.pod import Pod
 from harmonic.cluster.binding import PodBinder
-from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
+from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods
 from harmonic.cluster.services import LiveServices
 from harmonic.cluster.transport import Transport
 from harmonic.extender.cache import ClusterCache
@@ -62,8 +62,7 @@ class LiveCluster:
         self.cache = ClusterCache()
         plugin_services = LiveServices(transport, informer_backoff)
         self.informers: dict[str, Informer] = {
-            "nodes": Informer(transport, NODES, backoff=informer_backoff()),
-            "pods": Informer(transport, PODS, field_selector=ACTIVE_PODS, backoff=informer_backoff()),
+            **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
         }
         self.informers["nodes"].add_handler(self.cache.on_node)

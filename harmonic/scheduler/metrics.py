@@ -77,15 +77,31 @@ class SchedulerMetrics(ExtensionPointRecorder):
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=r,
         )
+        # Not kube-scheduler's (client-go drops a full broadcaster's events silently): a saturated
+        # Event pipeline loses Events only, never pods or bindings, and this says how many.
+        self.events_dropped = Counter(
+            "harmonic_events_dropped",
+            "Number of Events dropped because the queue of Events waiting to be written was full.",
+            registry=r,
+        )
         for q in PENDING_QUEUES:
             self.pending_pods.labels(q).set(0)
         #: Label children by label values: ``labels()`` costs more than ``observe()`` on the hot path.
         self._points: dict[tuple[str, str, str], Histogram] = {}
+        self._plugins: dict[tuple[str, str, str], Histogram] = {}
+        self._attempts: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
 
     # ------------------------------------------------------------------ Scheduler observer
     def attempt(self, profile: str, result: str, seconds: float) -> None:
-        self.schedule_attempts.labels(result, profile).inc()
-        self.attempt_duration.labels(result, profile).observe(seconds)
+        key = (result, profile)
+        children = self._attempts.get(key)
+        if children is None:
+            children = self._attempts[key] = (
+                self.schedule_attempts.labels(result, profile),
+                self.attempt_duration.labels(result, profile),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def set_pending(self, counts: Mapping[str, int]) -> None:
         for q in PENDING_QUEUES:
@@ -100,7 +116,11 @@ class SchedulerMetrics(ExtensionPointRecorder):
         child.observe(seconds)
 
     def plugin(self, point: str, plugin: str, status: str, seconds: float) -> None:
-        self.plugin_duration.labels(plugin, point, status).observe(seconds)
+        key = (plugin, point, status)
+        child = self._plugins.get(key)
+        if child is None:
+            child = self._plugins[key] = self.plugin_duration.labels(plugin, point, status)
+        child.observe(seconds)
 
     def sample_plugins(self, state: CycleState) -> bool:
         # A hash of the cycle number: the same answer at every extension point of one cycle, spread

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer
+from harmonic.cluster.informer import ACTIVE_PODS, NODES, PODS, Backoff, Informer, strip_managed_fields
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
@@ -126,3 +126,19 @@ def test_handler_errors_do_not_stop_the_informer(api: ApiServerDouble, informer)
     api.create("pods", pod("a").obj())
     wait_until(lambda: rec.of("add") == ["a"])
     assert inf.alive
+
+
+def test_strip_managed_fields_from_lists_and_watches(api: ApiServerDouble, informer):
+    managed = [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
+    listed = pod("listed").obj()
+    listed["metadata"]["managedFields"] = managed
+    api.create("pods", listed)
+    inf, rec = informer(transform=strip_managed_fields)
+    watched = pod("watched").obj()
+    watched["metadata"]["managedFields"] = managed
+    api.create("pods", watched)
+    wait_until(lambda: rec.of("add") == ["listed", "watched"])
+    for name in ("listed", "watched"):
+        meta = inf.get(f"default/{name}")["metadata"]
+        assert "managedFields" not in meta and meta["name"] == name and meta["resourceVersion"]
+    assert api.get("pods", "watched", "default")["metadata"]["managedFields"] == managed  # the server's copy

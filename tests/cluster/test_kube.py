@@ -264,3 +264,21 @@ def test_without_leader_election_schedules_at_once(api: ApiServerDouble, start_s
     wait_until(_all_bound(api, 1))
     assert api.get("leases", "harmonic", "kube-system") is None
     assert r.stop() == 0
+
+
+def test_saturated_event_pipeline_drops_events_never_pods(api: ApiServerDouble, start_scheduler, monkeypatch):
+    """Events stall (the server answers them slowly) and their queue fills: Events are dropped and
+    counted in harmonic_events_dropped_total, while every pod is still bound exactly once."""
+    monkeypatch.setattr("harmonic.cluster.events.MAX_QUEUED", 3)
+    _nodes(api, 4)
+    names = [f"p{i}" for i in range(40)]
+    api.inject(status=0, delay=2.0, path="/events$")
+    with scheduling(start_scheduler) as r:
+        _pods(api, names)
+        wait_until(_all_bound(api, 40))
+        dropped = r.live.events.dropped
+        metrics = r.live.metrics.exposition().decode()
+    _assert_bound_exactly_once(api, names)
+    # 4 writers are stuck for 2 s each and 3 more Events wait: most of the 40 found no room.
+    assert dropped >= 25
+    assert f"harmonic_events_dropped_total {float(dropped)}" in metrics

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harmonic.api.pod import Pod
-from harmonic.extender.engine import Extender, ExtenderError, extender_scores
+from harmonic.cluster.memory import InMemoryCluster
+from harmonic.extender.cache import ClusterCache
+from harmonic.extender.engine import NODE_NOT_CACHED, Extender, ExtenderError, extender_scores
 from harmonic.extender.wire import WireError
 from harmonic.framework.config import load_config
 from harmonic.framework.cycle_state import CycleState
@@ -260,3 +262,28 @@ def test_cacheless_answers_do_not_depend_on_earlier_requests(history, final):
     request = [pool[i] for i in final]
     for verb in ("filter", "prioritize"):
         assert call(used, verb, p, request) == call(fresh, verb, p, request)
+
+
+def test_same_node_names_resolve_again_after_nodes_change():
+    """The node-names list is resolved once per content and per set of nodes: a node added or
+    removed between two identical requests changes the answer."""
+    cluster = InMemoryCluster()
+    cache = ClusterCache()
+    cluster.subscribe(cache.on_node, cache.on_pod)
+    cache.mark_synced()
+    ext = make([{"name": "NodeResourcesFit"}], cache=cache)
+    cluster.add_node(node("a").cap(cpu="4", memory="8Gi", pods=10).obj())
+    body = marshal(extender_args(api_pod(pod("p").req(cpu="1").obj()), node_names=["a", "b"]))
+
+    def answer() -> tuple[list[str], dict[str, str]]:
+        r = json.loads(ext.filter(body))
+        return r["NodeNames"], r["FailedNodes"]
+
+    assert answer() == (["a"], {"b": NODE_NOT_CACHED})
+    assert answer() == (["a"], {"b": NODE_NOT_CACHED})  # same bytes: the remembered resolution
+    cluster.add_node(node("b").cap(cpu="4", memory="8Gi", pods=10).obj())
+    assert answer() == (["a", "b"], {})
+    cluster.delete_node("a")
+    assert answer() == (["b"], {"a": NODE_NOT_CACHED})
+    prio = {h["Host"]: h["Score"] for h in json.loads(ext.prioritize(body))}
+    assert prio["a"] == 0 and set(prio) == {"a", "b"}

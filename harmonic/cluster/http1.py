@@ -1,0 +1,172 @@
+"""A lean HTTP/1.1 client connection for API calls: one write per request, one read per small answer.
+
+``http.client`` writes a request's head and body in two ``sendall`` calls (two TCP segments, two
+wake-ups of the server) and parses every answer's head with the ``email`` package; for the two
+small calls a scheduler makes per pod (a Binding, an Event) that cost about as much CPU as the rest
+of the request path together (``benchmarks/live_scheduler.py --profile``). ``Connection`` sends the
+head and body in one ``sendall`` and reads the status line, the few headers it needs
+(``Content-Length``, ``Transfer-Encoding``, ``Connection``) and the body from one buffered reader.
+
+Only what talking to an API server needs: persistent connections, ``Content-Length``, chunked and
+read-until-close bodies, no ``Expect: 100-continue``, no proxies (``Transport`` refuses them), no
+response to HEAD. Watches, which stream for minutes, keep using ``http.client``.
+
+Errors: ``RemoteClosed`` when the server closed the connection before answering (a kept-alive
+connection it timed out: worth one retry on a new connection), ``ProtocolError`` for an answer that
+is not HTTP/1.x, and ``OSError`` (timeouts, resets) from the socket itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from typing import BinaryIO
+
+#: Longest status or header line accepted (http.client's _MAXLINE).
+MAX_LINE = 65536
+MAX_HEADERS = 100
+
+
+class RemoteClosed(ConnectionError):
+    """The server closed the connection without answering."""
+
+
+class ProtocolError(ValueError):
+    """The answer is not a well-formed HTTP/1.x response."""
+
+
+class Response:
+    __slots__ = ("body", "status", "will_close")
+
+    def __init__(self, status: int, body: bytes, will_close: bool) -> None:
+        self.status = status
+        self.body = body
+        self.will_close = will_close
+
+
+class Connection:
+    """One persistent connection to ``host:port`` (TLS when ``tls`` is given)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        timeout: float,
+        tls: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port or (443 if tls is not None else 80)
+        sock = socket.create_connection((host, self.port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=server_hostname or host)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock: socket.socket = sock
+        self._reader: BinaryIO = sock.makefile("rb")
+        default_port = 443 if tls is not None else 80
+        self._host_header = host if self.port == default_port else f"{host}:{self.port}"
+        if ":" in host and not host.startswith("["):  # an IPv6 literal
+            self._host_header = f"[{host}]" if self.port == default_port else f"[{host}]:{self.port}"
+
+    def settimeout(self, timeout: float) -> None:
+        self.sock.settimeout(timeout)
+
+    def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
+        """Send one request and read its whole answer."""
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
+        lines.extend(f"{k}: {v}" for k, v in headers.items())
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body or b'')}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.sock.sendall(head + body if body else head)
+        return self._read_response(method)
+
+    def close(self) -> None:
+        try:
+            self._reader.close()
+        finally:
+            self.sock.close()
+
+    # ------------------------------------------------------------------ answer
+    def _line(self) -> bytes:
+        line = self._reader.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise ProtocolError("header line too long")
+        return line
+
+    def _read_response(self, method: str) -> Response:
+        while True:
+            line = self._line()
+            if not line:
+                raise RemoteClosed("server closed the connection without an answer")
+            parts = line.split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+                raise ProtocolError(f"bad status line {line[:80]!r}")
+            status = int(parts[1])
+            length, chunked, close = self._head(parts[0] == b"HTTP/1.0")
+            if status != 100:
+                break  # 1xx Continue (unasked) precedes the real answer: skip it
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            return Response(status, b"", close)
+        if chunked:
+            body = self._chunked()
+        elif length is not None:
+            body = self._reader.read(length)
+            if len(body) < length:
+                raise RemoteClosed(f"answer cut short ({len(body)} of {length} bytes)")
+        else:
+            body, close = self._reader.read(), True  # delimited by the end of the connection
+        return Response(status, body, close)
+
+    def _head(self, http10: bool) -> tuple[int | None, bool, bool]:
+        length: int | None = None
+        chunked = False
+        close = http10
+        for _ in range(MAX_HEADERS + 1):
+            line = self._line()
+            if line in (b"\r\n", b"\n", b""):
+                return length, chunked, close
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise ProtocolError(f"bad header line {line[:80]!r}")
+            key = name.strip().lower()
+            if key == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise ProtocolError(f"bad Content-Length {value.strip()[:40]!r}") from None
+                if length < 0:
+                    raise ProtocolError("negative Content-Length")
+            elif key == b"transfer-encoding":
+                chunked = value.strip().lower().endswith(b"chunked")
+            elif key == b"connection":
+                tokens = {t.strip() for t in value.lower().split(b",")}
+                if b"close" in tokens:
+                    close = True
+                elif b"keep-alive" in tokens:
+                    close = False
+        raise ProtocolError(f"more than {MAX_HEADERS} headers")
+
+    def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size_line = self._line()
+            if not size_line:
+                raise RemoteClosed("answer cut short inside a chunked body")
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise ProtocolError(f"bad chunk size {size_line[:40]!r}") from None
+            if size == 0:
+                while self._line() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers: none of them matter here
+                return b"".join(parts)
+            chunk = self._reader.read(size + 2)
+            if len(chunk) < size + 2:
+                raise RemoteClosed("answer cut short inside a chunked body")
+            parts.append(chunk[:size])
