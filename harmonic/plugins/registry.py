@@ -7,6 +7,7 @@ from functools import cache
 from harmonic.framework.registry import Registry, entry_point_plugins
 from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from harmonic.plugins.communicationaffinity import CommunicationAffinity
+from harmonic.plugins.coscheduling import Coscheduling
 from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.dissonance import Dissonance
@@ -28,6 +29,7 @@ from harmonic.plugins.volumezone import VolumeZone
 
 IN_TREE = (
     CommunicationAffinity,
+    Coscheduling,
     DefaultBinder,
     Dissonance,
     DefaultPreemption,
