@@ -6,6 +6,7 @@ from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
 from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
+from harmonic.plugins.capacityscheduling import CapacityScheduling
 from harmonic.plugins.communicationaffinity import CommunicationAffinity
 from harmonic.plugins.coscheduling import Coscheduling
 from harmonic.plugins.defaultbinder import DefaultBinder
@@ -28,6 +29,7 @@ from harmonic.plugins.volumerestrictions import VolumeRestrictions
 from harmonic.plugins.volumezone import VolumeZone
 
 IN_TREE = (
+    CapacityScheduling,
     CommunicationAffinity,
     Coscheduling,
     DefaultBinder,
