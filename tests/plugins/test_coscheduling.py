@@ -352,20 +352,30 @@ def test_guard_never_lets_two_gangs_hold_at_once() -> None:
         h.clock.advance(1)
 
 
-def test_guard_keeps_room_for_the_senior_gang() -> None:
-    """A gang of 4 x 2 cpu fails while small pods hold the cluster; small pods arriving later may not take
-    the room it needs once the old ones are gone."""
-    h = _gang_harness(guard=True)
-    h.add_pods([_p(f"s{i}", ns="default", cpu="1") for i in range(6)])
+def _stream_behind_big_gang(guard: bool) -> Harness:
+    """A gang of 4 x 2 cpu fails while small pods fill the cluster; then, one at a time, a small pod
+    finishes and a new one arrives (a stream of small jobs)."""
+    h = _gang_harness(guard=guard)
+    h.add_pods([_p(f"s{i}", ns="default", cpu="1") for i in range(7)])
     h.schedule()
     h.cluster.apply_batch(_pg("big", 4, ns="default"))
     h.add_pods([_p(f"big{i}", "big", ns="default", cpu="2") for i in range(4)])
     h.settle(30)
-    assert not [k for k in h.placement() if "big" in k]
-    pl = h.scheduler.frameworks["default-scheduler"].plugins["Coscheduling"]
-    assert pl.guard.reserved == "default/big"
-    for i in range(6):
+    for i in range(7):
+        h.add_pods([_p(f"late{i}", ns="default", cpu="1")])
         h.cluster.delete_pod("default", f"s{i}")
-    h.add_pods([_p(f"late{i}", ns="default", cpu="1") for i in range(8)])
+        h.settle(5)
     h.settle(60)
+    return h
+
+
+def test_stream_of_small_pods_starves_the_big_gang_without_the_guard() -> None:
+    h = _stream_behind_big_gang(guard=False)
+    assert not [k for k in h.placement() if "big" in k]
+
+
+def test_guard_keeps_room_for_the_senior_gang() -> None:
+    h = _stream_behind_big_gang(guard=True)
     assert sorted(k for k in h.placement() if "big" in k) == [f"default/big{i}" for i in range(4)]
+    pl = h.scheduler.frameworks["default-scheduler"].plugins["Coscheduling"]
+    assert pl.guard.reserved is None  # admitted: the reservation ended

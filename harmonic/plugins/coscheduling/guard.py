@@ -11,9 +11,10 @@ gang is partially assumed, and it gives up within one Permit timeout.
 
 Starvation. A large gang loses to a stream of small ones because room never frees up all at once.
 The most senior gang that failed while it fits the empty cluster becomes *reserved*, like a nominated
-pod: pods of other gangs and plain pods (of no higher priority) may only take a node where they do not
-reduce the number of the reserved gang's pods the cluster can still hold, unless enough room would be
-left anyway. The reservation ends when the gang is admitted at Permit or its PodGroup is deleted.
+pod. While the free room cannot hold the gang's missing pods, pods of other gangs and plain pods (of no
+higher priority) may not take any node the gang could use, so room freed by finishing pods adds up for
+it. Once the room suffices, they may backfill where they leave enough of it (the number of the gang's
+pods the free room can hold, counted per node, stays at least what the gang is missing). The reservation ends when the gang is admitted at Permit or its PodGroup is deleted.
 """
 
 from __future__ import annotations
@@ -120,11 +121,17 @@ class GangGuard:
         t = snap.request_vector(self._reserved_template)
         order = snap.order
         total = int(fits_per_node(snap.allocatable[order] - snap.requested[order], t).sum())
-        free = snap.allocatable[slots] - snap.requested[slots]
-        before = fits_per_node(free, t)
-        after = fits_per_node(free - snap.pod_vector(pod)[: free.shape[1]], t)
-        loss = before - after
-        fail = (loss > 0) & (total - loss < needed)
+        if total < needed:
+            # Not enough room yet: keep every node the gang could use for it, so that room freed by
+            # pods that finish accumulates instead of going to the next small pod.
+            fail = fits_per_node(snap.allocatable[slots], t) > 0
+        else:
+            # Enough room: others may backfill wherever the gang keeps enough of it.
+            free = snap.allocatable[slots] - snap.requested[slots]
+            before = fits_per_node(free, t)
+            after = fits_per_node(free - snap.pod_vector(pod)[: free.shape[1]], t)
+            loss = before - after
+            fail = (loss > 0) & (total - loss < needed)
         if not fail.any():
             return None
         return Verdicts.failing(fail, Code.UNSCHEDULABLE, f"node(s) kept for gang {self.reserved}")

@@ -37,7 +37,7 @@ from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
-from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import (
     FilterPlugin,
     PermitPlugin,
@@ -86,6 +86,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlu
             pods = handle.service("pods")
         except KeyError:
             pods = None
+        self.pods = pods
         if pods is not None:
             pods.add_handler(self._on_pod)
 
@@ -102,10 +103,20 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlu
                 self.guard.clear_reservation(g)
 
     def events_to_register(self) -> Sequence[EventWithHint]:
-        return (
+        events = [
             EventWithHint(ClusterEvent(Resource.POD, Action.ADD)),
             EventWithHint(ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE)),
-        )
+        ]
+        if self.guard is not None:
+            # A gang turned away at Permit may fit once pods leave; upstream waits for the 5-minute flush.
+            events.append(EventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), self._room_freed))
+        return events
+
+    def _room_freed(self, pod: Pod, old: Any, new: Any) -> Hint:
+        """Only a pod that was bound frees room; an assumed pod let go at Permit does not (its gang's
+        failure would otherwise requeue the gangs it just failed beside, without end)."""
+        listed = self.pods.get(old.uid) if self.pods is not None and old is not None else None
+        return Hint.SKIP if listed is not None and not listed.node_name else Hint.QUEUE
 
     # ------------------------------------------------------------------ QueueSort
     def sort_key(self, qp: QueuedPodInfo) -> tuple[Any, ...]:
