@@ -93,7 +93,9 @@ def parse_pod_group(raw: Any, seen_at: float = 0.0) -> PodGroup:
         raise ObjectError(obj, "spec.minMember", f"must be at least 1, not {mm}")
     timeout = spec.get("scheduleTimeoutSeconds")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0):
-        raise ObjectError(obj, "spec.scheduleTimeoutSeconds", f"must be a non-negative integer, not {timeout!r}")
+        raise ObjectError(
+            obj, "spec.scheduleTimeoutSeconds", f"must be a non-negative integer, not {timeout!r}"
+        )
     created = seen_at
     ts = meta.get("creationTimestamp")
     if ts:
@@ -140,7 +142,9 @@ class BatchObjects:
         self._listeners: list[Listener] = []
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]], clock: Callable[[], float] | None = None) -> BatchObjects:
+    def from_objects(
+        cls, objects: Iterable[Mapping[str, Any]], clock: Callable[[], float] | None = None
+    ) -> BatchObjects:
         store = cls(clock)
         for raw in objects:
             store.apply(raw)
@@ -170,7 +174,9 @@ class BatchObjects:
             self._notify(ELASTIC_QUOTA, old_eq, eq)
         else:
             name = (raw.get("metadata") or {}).get("name") if isinstance(raw, Mapping) else None
-            raise ObjectError(f"{kind or 'object'} {name or ''}".strip(), "kind", f"must be one of {', '.join(KINDS)}")
+            raise ObjectError(
+                f"{kind or 'object'} {name or ''}".strip(), "kind", f"must be one of {', '.join(KINDS)}"
+            )
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         if kind == POD_GROUP:

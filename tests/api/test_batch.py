@@ -30,7 +30,9 @@ def test_min_member_below_one_is_an_error(mm: int) -> None:
 
 def test_min_above_max_is_an_error() -> None:
     raw = elastic_quota("team").min(cpu=8).max(cpu=4).obj()
-    with pytest.raises(ObjectError, match=r"ElasticQuota team/quota: spec.min.cpu: must not exceed spec.max.cpu"):
+    with pytest.raises(
+        ObjectError, match=r"ElasticQuota team/quota: spec.min.cpu: must not exceed spec.max.cpu"
+    ):
         parse_elastic_quota(raw)
 
 
@@ -53,7 +55,12 @@ def test_bad_coscheduling_args_name_the_field() -> None:
         "profiles": [
             {
                 "schedulerName": "batch",
-                "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}},
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "PrioritySort"}],
+                    }
+                },
                 "pluginConfig": [{"name": "Coscheduling", "args": {"podGroupRejectPercentage": 101}}],
             }
         ],

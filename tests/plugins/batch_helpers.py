@@ -9,7 +9,9 @@ from harmonic.testing import node
 from harmonic.testing.harness import Harness
 
 
-def batch_config(plugin: str, args: Mapping[str, Any] | None = None, drop: Iterable[str] = ()) -> dict[str, Any]:
+def batch_config(
+    plugin: str, args: Mapping[str, Any] | None = None, drop: Iterable[str] = ()
+) -> dict[str, Any]:
     profile: dict[str, Any] = {
         "schedulerName": "default-scheduler",
         "plugins": {
@@ -40,7 +42,12 @@ def harness(
     """A harness with ``plugin`` in its profile, ``nodes`` nodes, the batch ``objects`` and ``pods``
     known (not scheduled yet); returns it and the plugin instance."""
     h = Harness(batch_config(plugin, args, drop))
-    h.add_nodes([node(f"node-{i}" if nodes > 1 else "node").cap(cpu=cpu, memory="64Gi", pods=110).obj() for i in range(nodes)])
+    h.add_nodes(
+        [
+            node(f"node-{i}" if nodes > 1 else "node").cap(cpu=cpu, memory="64Gi", pods=110).obj()
+            for i in range(nodes)
+        ]
+    )
     for o in objects:
         h.cluster.apply_batch(o)
     h.add_pods(pods)

@@ -20,8 +20,18 @@ from harmonic.api.batch import ElasticQuota
 from harmonic.api.pod import parse_pod
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.status import Code
-from harmonic.plugins.capacityscheduling.plugin import PRE_FILTER_KEY, SNAPSHOT_KEY, _PreFilterState, _QuotaSnapshot
-from harmonic.plugins.capacityscheduling.quota import LOWER_BOUND_OF_MIN, UPPER_BOUND_OF_MAX, QuotaInfo, QuotaInfos
+from harmonic.plugins.capacityscheduling.plugin import (
+    PRE_FILTER_KEY,
+    SNAPSHOT_KEY,
+    _PreFilterState,
+    _QuotaSnapshot,
+)
+from harmonic.plugins.capacityscheduling.quota import (
+    LOWER_BOUND_OF_MIN,
+    UPPER_BOUND_OF_MAX,
+    QuotaInfo,
+    QuotaInfos,
+)
 from harmonic.testing import elastic_quota, node, pod
 from harmonic.testing.harness import Harness
 from tests.plugins.batch_helpers import harness
@@ -143,13 +153,21 @@ def test_reserve_and_unreserve() -> None:
             {"cpu": 100},
             None,
             {"cpu": 100},
-            {"cpu": UPPER_BOUND_OF_MAX, "memory": UPPER_BOUND_OF_MAX, "ephemeral-storage": UPPER_BOUND_OF_MAX},
+            {
+                "cpu": UPPER_BOUND_OF_MAX,
+                "memory": UPPER_BOUND_OF_MAX,
+                "ephemeral-storage": UPPER_BOUND_OF_MAX,
+            },
         ),
         (
             "Add ElasticQuota without Min",
             None,
             {"cpu": 200},
-            {"cpu": LOWER_BOUND_OF_MIN, "memory": LOWER_BOUND_OF_MIN, "ephemeral-storage": LOWER_BOUND_OF_MIN},
+            {
+                "cpu": LOWER_BOUND_OF_MIN,
+                "memory": LOWER_BOUND_OF_MIN,
+                "ephemeral-storage": LOWER_BOUND_OF_MIN,
+            },
             {"cpu": 200},
         ),
     ],

@@ -41,7 +41,9 @@ def _pg(name: str, min_member: int = 1, ns: str = "ns", **kw: Any) -> dict[str, 
     return b.obj()
 
 
-def _p(name: str, group: str = "", ns: str = "ns", node_name: str = "", gated: bool = False, cpu: str = "") -> dict[str, Any]:
+def _p(
+    name: str, group: str = "", ns: str = "ns", node_name: str = "", gated: bool = False, cpu: str = ""
+) -> dict[str, Any]:
     b = pod(name).ns(ns).uid(name)
     if group:
         b = b.group(group)
@@ -56,11 +58,35 @@ def _p(name: str, group: str = "", ns: str = "ns", node_name: str = "", gated: b
 
 # ---------------------------------------------------------------------- core_test.go TestPreFilter
 PRE_FILTER_CASES = [
-    ("pod does not belong to any pg", _p("p", ns="default"), [_p("p1", "pg1"), _p("p2", "pg2")], [_pg("pg1"), _pg("pg2")], True),
+    (
+        "pod does not belong to any pg",
+        _p("p", ns="default"),
+        [_p("p1", "pg1"), _p("p2", "pg2")],
+        [_pg("pg1"), _pg("pg2")],
+        True,
+    ),
     ("pod belongs to a non-existent pg", _p("p", "pg-non-existent"), [], [_pg("pg1")], True),
-    ("pod count less than minMember", _p("p", "pg1"), [_p("pg2-1", "pg2")], [_pg("pg1", 2), _pg("pg2", 2)], False),
-    ("pod count equal minMember", _p("p1a", "pg1"), [_p("p1b", "pg1"), _p("p1c", "pg1")], [_pg("pg1", 2), _pg("pg2", 2)], True),
-    ("pod count more than minMember", _p("p1a", "pg1"), [_p("p1b", "pg1"), _p("p1c", "pg1")], [_pg("pg1", 2), _pg("pg2", 2)], True),
+    (
+        "pod count less than minMember",
+        _p("p", "pg1"),
+        [_p("pg2-1", "pg2")],
+        [_pg("pg1", 2), _pg("pg2", 2)],
+        False,
+    ),
+    (
+        "pod count equal minMember",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1"), _p("p1c", "pg1")],
+        [_pg("pg1", 2), _pg("pg2", 2)],
+        True,
+    ),
+    (
+        "pod count more than minMember",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1"), _p("p1c", "pg1")],
+        [_pg("pg1", 2), _pg("pg2", 2)],
+        True,
+    ),
     (
         "gated pods but still meeting quorum (minMember < replicas)",
         _p("p1a", "pg1"),
@@ -68,16 +94,44 @@ PRE_FILTER_CASES = [
         [_pg("pg1", 2)],
         True,
     ),
-    ("gated pods push group below quorum", _p("p1a", "pg1"), [_p("p1b", "pg1", gated=True), _p("p1c", "pg1")], [_pg("pg1", 3)], False),
-    ("all sibling pods are gated", _p("p1a", "pg1"), [_p("p1b", "pg1", gated=True), _p("p1c", "pg1", gated=True)], [_pg("pg1", 2)], False),
-    ("cluster's resource satisfies minResource", _p("p1a", "pg1"), [_p("p1b", "pg1"), _p("p1c", "pg1")], [_pg("pg1", 2, cpu="6")], True),
-    ("cluster's resource cannot satisfy minResource", _p("p1a", "pg1"), [_p("p1b", "pg1"), _p("p1c", "pg1")], [_pg("pg1", 2, cpu="10")], False),
+    (
+        "gated pods push group below quorum",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1", gated=True), _p("p1c", "pg1")],
+        [_pg("pg1", 3)],
+        False,
+    ),
+    (
+        "all sibling pods are gated",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1", gated=True), _p("p1c", "pg1", gated=True)],
+        [_pg("pg1", 2)],
+        False,
+    ),
+    (
+        "cluster's resource satisfies minResource",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1"), _p("p1c", "pg1")],
+        [_pg("pg1", 2, cpu="6")],
+        True,
+    ),
+    (
+        "cluster's resource cannot satisfy minResource",
+        _p("p1a", "pg1"),
+        [_p("p1b", "pg1"), _p("p1c", "pg1")],
+        [_pg("pg1", 2, cpu="10")],
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "target", "pending", "pgs", "success"), PRE_FILTER_CASES, ids=[c[0] for c in PRE_FILTER_CASES])
+@pytest.mark.parametrize(
+    ("name", "target", "pending", "pgs", "success"), PRE_FILTER_CASES, ids=[c[0] for c in PRE_FILTER_CASES]
+)
 def test_pre_filter(name: str, target: Any, pending: Any, pgs: Any, success: bool) -> None:
-    h, pl = harness("Coscheduling", UPSTREAM, drop=["PrioritySort"], nodes=2, objects=pgs, pods=[*pending, target])
+    h, pl = harness(
+        "Coscheduling", UPSTREAM, drop=["PrioritySort"], nodes=2, objects=pgs, pods=[*pending, target]
+    )
     got = pl.mgr.pre_filter(parse_pod(target), h.scheduler.cache.snapshot)
     assert (got is None) is success, got
 
@@ -87,9 +141,21 @@ def test_pre_filter(name: str, target: Any, pending: Any, pgs: Any, success: boo
     ("name", "target", "existing", "pgs", "want"),
     [
         ("pod does not belong to any pg", _p("p"), [], [_pg("pg1", 2)], POD_GROUP_NOT_SPECIFIED),
-        ("pod specifies a non-existent pg", _p("p", "pg-non-existent"), [], [_pg("pg1", 2)], POD_GROUP_NOT_FOUND),
+        (
+            "pod specifies a non-existent pg",
+            _p("p", "pg-non-existent"),
+            [],
+            [_pg("pg1", 2)],
+            POD_GROUP_NOT_FOUND,
+        ),
         ("pod belongs to a pg that doesn't have quorum", _p("p", "pg1"), [], [_pg("pg1", 2)], WAIT),
-        ("pod belongs to a pg that have quorum satisfied", _p("p1a", "pg1"), [_p("p1b", "pg1", node_name="node")], [_pg("pg1", 2)], SUCCESS),
+        (
+            "pod belongs to a pg that have quorum satisfied",
+            _p("p1a", "pg1"),
+            [_p("p1b", "pg1", node_name="node")],
+            [_pg("pg1", 2)],
+            SUCCESS,
+        ),
     ],
 )
 def test_manager_permit(name: str, target: Any, existing: Any, pgs: Any, want: str) -> None:
@@ -117,7 +183,11 @@ def test_permit(name: str, target: Any, want: Code | None) -> None:
     ("name", "existing", "want"),
     [
         ("Cluster resource enough", [_p("p1", node_name="node-0", cpu="2")], True),
-        ("Cluster resource not enough", [_p("p1", node_name="node-0", cpu="2"), _p("p2", node_name="node-1", cpu="1")], False),
+        (
+            "Cluster resource not enough",
+            [_p("p1", node_name="node-0", cpu="2"), _p("p2", node_name="node-1", cpu="1")],
+            False,
+        ),
         (
             "Cluster resource enough as p1's resource needs to be excluded from minResources",
             [_p("p1", "pg1", node_name="node-0", cpu="2"), _p("p2", node_name="node-1", cpu="1")],
@@ -152,10 +222,34 @@ def _at(seconds: float) -> str:
 LESS_CASES = [
     ("p1.priority less than p2.priority", _qp("p1", "ns1", LOW), _qp("p2", "ns2", HIGH), [], False),
     ("p1.priority greater than p2.priority", _qp("p1", "ns1", HIGH), _qp("p2", "ns2", LOW), [], True),
-    ("equal priority. p1 is added to schedulingQ earlier than p2", _qp("p1", "ns1", HIGH, ts=NOW + 1), _qp("p2", "ns2", HIGH, ts=NOW + 2), [], True),
-    ("equal priority. p2 is added to schedulingQ earlier than p1", _qp("p1", "ns1", HIGH, ts=NOW + 2), _qp("p2", "ns2", HIGH, ts=NOW + 1), [], False),
-    ("p1.priority less than p2.priority, p1 belongs to pg1", _qp("p1", "ns1", LOW, "pg1"), _qp("p2", "ns2", HIGH), [_pg("pg1", ns="ns1")], False),
-    ("p1.priority greater than p2.priority, p1 belongs to pg1", _qp("p1", "ns1", HIGH, "pg1"), _qp("p2", "ns2", LOW), [_pg("pg1", ns="ns1")], True),
+    (
+        "equal priority. p1 is added to schedulingQ earlier than p2",
+        _qp("p1", "ns1", HIGH, ts=NOW + 1),
+        _qp("p2", "ns2", HIGH, ts=NOW + 2),
+        [],
+        True,
+    ),
+    (
+        "equal priority. p2 is added to schedulingQ earlier than p1",
+        _qp("p1", "ns1", HIGH, ts=NOW + 2),
+        _qp("p2", "ns2", HIGH, ts=NOW + 1),
+        [],
+        False,
+    ),
+    (
+        "p1.priority less than p2.priority, p1 belongs to pg1",
+        _qp("p1", "ns1", LOW, "pg1"),
+        _qp("p2", "ns2", HIGH),
+        [_pg("pg1", ns="ns1")],
+        False,
+    ),
+    (
+        "p1.priority greater than p2.priority, p1 belongs to pg1",
+        _qp("p1", "ns1", HIGH, "pg1"),
+        _qp("p2", "ns2", LOW),
+        [_pg("pg1", ns="ns1")],
+        True,
+    ),
     (
         "equal priority. p1 is added to schedulingQ earlier than p2, p1 belongs to pg1",
         _qp("p1", "ns1", HIGH, "pg1", NOW + 1),
@@ -244,13 +338,33 @@ REJECT = "PodGroup ns/pg1 gets rejected due to Pod p is unschedulable even after
 @pytest.mark.parametrize(
     ("name", "target", "existing", "min_member", "want"),
     [
-        ("pod does not belong to any pod group", _p("p"), [], 2, (Code.UNSCHEDULABLE, "can not find pod group")),
-        ("enough pods assigned, do not reject all", _p("p", "pg1"), [_p("p1", "pg1", node_name="node")], 1, (Code.UNSCHEDULABLE, "")),
-        ("pod failed at filter phase, reject all pods", _p("p", "pg1"), [_p("p1", "pg1", node_name="node")], 2, (Code.UNSCHEDULABLE, REJECT)),
+        (
+            "pod does not belong to any pod group",
+            _p("p"),
+            [],
+            2,
+            (Code.UNSCHEDULABLE, "can not find pod group"),
+        ),
+        (
+            "enough pods assigned, do not reject all",
+            _p("p", "pg1"),
+            [_p("p1", "pg1", node_name="node")],
+            1,
+            (Code.UNSCHEDULABLE, ""),
+        ),
+        (
+            "pod failed at filter phase, reject all pods",
+            _p("p", "pg1"),
+            [_p("p1", "pg1", node_name="node")],
+            2,
+            (Code.UNSCHEDULABLE, REJECT),
+        ),
     ],
 )
 def test_post_filter(name: str, target: Any, existing: Any, min_member: int, want: tuple[Code, str]) -> None:
-    _, pl = harness("Coscheduling", UPSTREAM, drop=["PrioritySort"], objects=[_pg("pg1", min_member)], pods=existing)
+    _, pl = harness(
+        "Coscheduling", UPSTREAM, drop=["PrioritySort"], objects=[_pg("pg1", min_member)], pods=existing
+    )
     _, st = pl.post_filter(CycleState(), parse_pod(target), Diagnosis(num_all_nodes=1))
     assert (st.code, st.message) == want
 
@@ -266,10 +380,14 @@ def test_post_filter(name: str, target: Any, existing: Any, min_member: int, wan
         ("50%: 4/10 assigned (60% gap) -> rejection", 50, 10, 4, True),
     ],
 )
-def test_post_filter_reject_threshold(name: str, percentage: int, min_member: int, assigned: int, rejects: bool) -> None:
+def test_post_filter_reject_threshold(
+    name: str, percentage: int, min_member: int, assigned: int, rejects: bool
+) -> None:
     existing = [_p(f"assigned-{i}", "pg1", node_name="node") for i in range(assigned)]
     args = {**UPSTREAM, "podGroupRejectPercentage": percentage}
-    _, pl = harness("Coscheduling", args, drop=["PrioritySort"], objects=[_pg("pg1", min_member)], pods=existing)
+    _, pl = harness(
+        "Coscheduling", args, drop=["PrioritySort"], objects=[_pg("pg1", min_member)], pods=existing
+    )
     _, st = pl.post_filter(CycleState(), parse_pod(_p("p", "pg1")), Diagnosis(num_all_nodes=1))
     assert (st.code, st.message) == (Code.UNSCHEDULABLE, REJECT if rejects else "")
 
@@ -278,7 +396,11 @@ def test_pod_group_backoff_time() -> None:
     """TestPodGroupBackoffTime: "prevent pod falling into infinite scheduling loop"."""
     pods = [_p(f"pod{i}", "pg1") for i in (1, 2, 3)]
     h, pl = harness(
-        "Coscheduling", {**UPSTREAM, "podGroupBackoffSeconds": 1}, drop=["PrioritySort"], objects=[_pg("pg1", 3)], pods=pods
+        "Coscheduling",
+        {**UPSTREAM, "podGroupBackoffSeconds": 1},
+        drop=["PrioritySort"],
+        objects=[_pg("pg1", 3)],
+        pods=pods,
     )
     activated: list[str] = []
     handle = pl.handle
@@ -295,7 +417,9 @@ def test_pod_group_backoff_time() -> None:
 
 # ---------------------------------------------------------------------- end to end
 def _gang_harness(guard: bool, nodes: int = 2, cpu: str = "4") -> Harness:
-    cfg = batch_config("Coscheduling", {"gangGuard": guard, "permitWaitingTimeSeconds": 10}, drop=["PrioritySort"])
+    cfg = batch_config(
+        "Coscheduling", {"gangGuard": guard, "permitWaitingTimeSeconds": 10}, drop=["PrioritySort"]
+    )
     h = Harness(cfg)
     h.add_nodes([node(f"n{i}").cap(cpu=cpu, memory="64Gi", pods=110).obj() for i in range(nodes)])
     return h

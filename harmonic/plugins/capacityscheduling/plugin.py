@@ -25,9 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harmonic.api.batch import ELASTIC_QUOTA
+from harmonic.api.batch import ELASTIC_QUOTA, BatchObjects, ElasticQuota
 from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
-from harmonic.api.batch import BatchObjects, ElasticQuota
 from harmonic.api.pdb import PodDisruptionBudget
 from harmonic.api.pod import Pod
 from harmonic.api.resources import Resources
@@ -269,7 +268,11 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
                     continue
                 if p.namespace == pod.namespace and p.priority < pod.priority:
                     return False, NOT_ELIGIBLE_TERMINATING
-                if p.namespace != pod.namespace and not eq.used_over_min_with(pod.requests) and other.used_over_min():
+                if (
+                    p.namespace != pod.namespace
+                    and not eq.used_over_min_with(pod.requests)
+                    and other.used_over_min()
+                ):
                     return False, NOT_ELIGIBLE_TERMINATING
             elif other is None and p.priority < pod.priority:
                 return False, NOT_ELIGIBLE_TERMINATING

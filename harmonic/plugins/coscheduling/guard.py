@@ -83,9 +83,7 @@ class GangGuard:
         return out
 
     # ------------------------------------------------------------------ room kept for the senior gang
-    def note_failure(
-        self, gang: str, key: GangKey, pods: list[Pod], min_member: int, snap: Snapshot
-    ) -> None:
+    def note_failure(self, gang: str, key: GangKey, pods: list[Pod], min_member: int, snap: Snapshot) -> None:
         """``gang`` failed for room: reserve for it if it fits the empty cluster and is more senior
         than the gang reserved now."""
         if self.reserved is not None and self.reserved != gang and (self.reserved_key or key) <= key:

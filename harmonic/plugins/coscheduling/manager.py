@@ -184,8 +184,10 @@ def check_cluster_resource(snap: Snapshot, need: dict[str, int], group_pods: Seq
     free = np.zeros((len(slots), len(names)), dtype=np.int64)
     known = [i for i, c in enumerate(cols) if c is not None]
     if len(slots) and known:
-        idx = [c for c in cols if c is not None]
-        free[:, known] = snap.allocatable[np.ix_(slots, idx)] - snap.requested[np.ix_(slots, idx)]
+        idx = np.asarray([c for c in cols if c is not None], dtype=np.int64)
+        rows = np.ix_(slots, idx)
+        room: np.ndarray = snap.allocatable[rows] - snap.requested[rows]
+        free[:, known] = room
         # The gang's own pods already on nodes do not count against it.
         pos = {int(s): i for i, s in enumerate(slots.tolist())}
         for p in group_pods:
@@ -205,4 +207,3 @@ def gang_key(pod: Pod, pg: PodGroup | None) -> tuple[int, float, str]:
     """Seniority of a gang, most senior first: higher priority, then created earlier, then name."""
     created = pg.created if pg is not None else 0.0
     return (-pod.priority, created, full_name(pod))
-

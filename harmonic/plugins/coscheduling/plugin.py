@@ -66,7 +66,9 @@ from harmonic.plugins.coscheduling.manager import (
 _TURN_KEY = "PreFilterCoscheduling/turn"
 
 
-class Coscheduling(QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin):
+class Coscheduling(
+    QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PermitPlugin
+):
     NAME: ClassVar[str] = "Coscheduling"
     Args: ClassVar[type[PluginArgs]] = CoschedulingArgs
 
@@ -225,7 +227,9 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, FilterPlugin, PostFilterPlu
             return
         _, pg = self.mgr.get_pod_group(pod)
         if pg is not None:
-            guard.note_failure(full, gang_key(pod, pg), self.mgr.pods_of(full), pg.min_member, self.handle.snapshot)
+            guard.note_failure(
+                full, gang_key(pod, pg), self.mgr.pods_of(full), pg.min_member, self.handle.snapshot
+            )
         self._activate_gangs(guard.release(full))
 
     def _waiting(self, full: str) -> list[Any]:
