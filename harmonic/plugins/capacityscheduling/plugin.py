@@ -20,6 +20,7 @@ No args. ElasticQuotas are read from the ``"batch"`` handle service, pods from `
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -93,10 +94,12 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
             self.batch: BatchObjects = handle.service(BATCH_SERVICE)
         except KeyError:
             self.batch = BatchObjects()
-        self.infos = QuotaInfos()
+        self._infos = QuotaInfos()
         for eq in list(self.batch.quotas.values()):
-            self.infos[eq.namespace] = QuotaInfo.of(eq)
-        self.batch.listen(self._on_quota)
+            self._infos[eq.namespace] = QuotaInfo.of(eq)
+        #: Quota changes from informer threads, applied on the scheduling thread before the next use.
+        self._changes: deque[tuple[Any, Any]] = deque()
+        self.batch.listen(lambda kind, old, new: kind == ELASTIC_QUOTA and self._changes.append((old, new)))
         self.evaluator = Evaluator(self.NAME, handle, self)
         #: Metrics: preemptions run to reclaim borrowed capacity (victims in other namespaces).
         self.reclaim_preemptions = 0
@@ -108,18 +111,25 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
             pods.add_handler(self._on_pod)
 
     # ------------------------------------------------------------------ informer handlers
-    def _on_quota(self, kind: str, old: Any, new: Any) -> None:
-        if kind != ELASTIC_QUOTA:
-            return
-        if new is None:
-            self.infos.pop(old.namespace, None)
-            return
-        eq: ElasticQuota = new
-        info = QuotaInfo.of(eq)
-        prev = self.infos.get(eq.namespace)
-        if prev is not None:
-            info.used, info.pods = prev.used, prev.pods
-        self.infos[eq.namespace] = info
+    @property
+    def infos(self) -> QuotaInfos:
+        """The quotas by namespace, with every change reported so far applied."""
+        while self._changes:
+            old, new = self._changes.popleft()
+            if new is None:
+                self._infos.pop(old.namespace, None)
+                continue
+            eq: ElasticQuota = new
+            info = QuotaInfo.of(eq)
+            prev = self._infos.get(eq.namespace)
+            if prev is not None:
+                info.used, info.pods = prev.used, prev.pods
+            self._infos[eq.namespace] = info
+        return self._infos
+
+    @infos.setter
+    def infos(self, value: QuotaInfos) -> None:
+        self._infos = value
 
     def _on_pod(self, old: Pod | None, new: Pod | None) -> None:
         was = old is not None and bool(old.node_name)
