@@ -99,7 +99,7 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
             self._infos[eq.namespace] = QuotaInfo.of(eq)
         #: Quota changes from informer threads, applied on the scheduling thread before the next use.
         self._changes: deque[tuple[Any, Any]] = deque()
-        self.batch.listen(lambda kind, old, new: kind == ELASTIC_QUOTA and self._changes.append((old, new)))
+        self.batch.listen(self._on_batch)
         self.evaluator = Evaluator(self.NAME, handle, self)
         #: Metrics: preemptions run to reclaim borrowed capacity (victims in other namespaces).
         self.reclaim_preemptions = 0
@@ -111,6 +111,10 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
             pods.add_handler(self._on_pod)
 
     # ------------------------------------------------------------------ informer handlers
+    def _on_batch(self, kind: str, old: Any, new: Any) -> None:
+        if kind == ELASTIC_QUOTA:
+            self._changes.append((old, new))
+
     @property
     def infos(self) -> QuotaInfos:
         """The quotas by namespace, with every change reported so far applied."""
