@@ -97,7 +97,12 @@ class _Run:
         self.clock = ManualClock()
         self.cluster = InMemoryCluster(self.clock.now)
         self.scheduler = Scheduler(
-            config, registry, self.cluster, clock=self.clock, seed=sc.seed, services=self.cluster.scheduler_services()
+            config,
+            registry,
+            self.cluster,
+            clock=self.clock,
+            seed=sc.seed,
+            services=self.cluster.scheduler_services(),
         )
         self.cluster.connect(self.scheduler)
         self.cluster.subscribe(lambda o, n: None, self._on_pod, replay=False)
@@ -214,7 +219,9 @@ class _Run:
         return self._report(held, multi, partial_max, borrowed / max(now, 1e-9), violation, now)
 
     def _partially_bound(self) -> int:
-        return sum(1 for g in self.gangs.values() if not g.done and 0 < len(self.bound.get(g.name, ())) < g.size)
+        return sum(
+            1 for g in self.gangs.values() if not g.done and 0 < len(self.bound.get(g.name, ())) < g.size
+        )
 
     def _used_by_team(self) -> dict[str, float]:
         used = dict.fromkeys(TEAMS, 0.0)

@@ -29,7 +29,7 @@ from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
 from harmonic.framework.verdicts import Verdicts
 
-GangKey = tuple[int, float, str]
+GangKey = tuple[int, float]
 
 
 def fits_per_node(free: np.ndarray, template: np.ndarray) -> np.ndarray:

@@ -203,7 +203,8 @@ def check_cluster_resource(snap: Snapshot, need: dict[str, int], group_pods: Seq
     return f"resource gap: map[{gap}]"
 
 
-def gang_key(pod: Pod, pg: PodGroup | None) -> tuple[int, float, str]:
-    """Seniority of a gang, most senior first: higher priority, then created earlier, then name."""
+def gang_key(pod: Pod, pg: PodGroup | None) -> tuple[int, float]:
+    """Seniority of a gang, most senior first: higher priority, then created earlier. Gangs that tie
+    are equally senior: none takes the turn from another."""
     created = pg.created if pg is not None else 0.0
-    return (-pod.priority, created, full_name(pod))
+    return (-pod.priority, created)

@@ -4,7 +4,8 @@ All-or-nothing scheduling of gangs: pods labelled ``scheduling.x-k8s.io/pod-grou
 that ``PodGroup`` of their namespace, which needs ``minMember`` of them placed at once.
 
 - QueueSort: higher priority first, then the gang's creation time (the time of its last failure if
-  it failed, so a failing gang does not block the queue head), then ``namespace/name`` of the pod; a
+  it failed, so a failing gang does not block the queue head), then ``namespace/name`` of the pod (with
+  the gang guard, the gang's ``namespace/name`` first, so gangs created at once do not interleave); a
   gang's pods therefore come out of the queue together.
 - PreFilter: UnschedulableAndUnresolvable (no preemption) while the gang is backed off, has fewer
   than ``minMember`` pods, has gated pods keeping it below quorum, or its ``minResources`` exceed what
@@ -123,7 +124,12 @@ class Coscheduling(
     # ------------------------------------------------------------------ QueueSort
     def sort_key(self, qp: QueuedPodInfo) -> tuple[Any, ...]:
         ts = qp.initial_attempt_timestamp if qp.initial_attempt_timestamp is not None else qp.timestamp
-        return (-qp.pod.priority, self.mgr.creation_timestamp(qp.pod, ts), qp.pod.key)
+        created = self.mgr.creation_timestamp(qp.pod, ts)
+        if self.guard is not None:
+            # Gangs created at the same time stay contiguous (upstream interleaves them by pod name,
+            # and with one gang assembling at a time the others' pods would be turned away).
+            return (-qp.pod.priority, created, full_name(qp.pod), qp.pod.key)
+        return (-qp.pod.priority, created, qp.pod.key)
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.sort_key(a) < self.sort_key(b)
