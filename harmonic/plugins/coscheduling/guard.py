@@ -55,6 +55,8 @@ class GangGuard:
         self.reserved_key: GangKey | None = None
         self._reserved_template: Resources = {}
         self._reserved_min = 0
+        #: Pods the reservation turned away: activated when it ends.
+        self.kept_out: dict[str, Pod] = {}
 
     # ------------------------------------------------------------------ one gang assembles at a time
     def may_assemble(self, gang: str, key: GangKey) -> bool:
@@ -88,6 +90,8 @@ class GangGuard:
         than the gang reserved now."""
         if self.reserved is not None and self.reserved != gang and (self.reserved_key or key) <= key:
             return
+        if len(pods) < min_member:
+            return  # cannot assemble anyway (members missing): keeping room would only waste it
         template: Resources = {}
         for p in pods:
             if not p.node_name:
@@ -104,6 +108,10 @@ class GangGuard:
     def clear_reservation(self, gang: str) -> None:
         if self.reserved == gang:
             self.reserved = self.reserved_key = None
+
+    def take_kept_out(self) -> list[Pod]:
+        out, self.kept_out = list(self.kept_out.values()), {}
+        return out
 
     def filter(
         self, pod: Pod, gang: str, snap: Snapshot, slots: np.ndarray, assigned: int

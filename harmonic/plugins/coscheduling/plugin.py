@@ -102,8 +102,9 @@ class Coscheduling(
                 self._activate(p for p in self.mgr.pods_of(g) if p.uid != new.uid and not p.node_name)
         if new is None and old is not None and self.guard is not None:
             g = full_name(old)
-            if g and g not in self.mgr.members:
+            if g and g not in self.mgr.members and self.guard.reserved == g:
                 self.guard.clear_reservation(g)
+                self._activate(self.guard.take_kept_out())
 
     def events_to_register(self) -> Sequence[EventWithHint]:
         events = [
@@ -153,7 +154,18 @@ class Coscheduling(
         guard = self.guard
         if guard is None or guard.reserved is None:
             return None
-        return guard.filter(pod, full_name(pod), snap, slots, self.mgr.assigned_count(guard.reserved))
+        reserved = guard.reserved
+        ns, _, name = reserved.partition("/")
+        pg = self.mgr.batch.pod_group(ns, name)
+        if pg is None or len(self.mgr.members.get(reserved, ())) < pg.min_member:
+            # Gone, or short of members (a Job lost some for good): nothing to keep room for.
+            guard.clear_reservation(reserved)
+            self._activate(guard.take_kept_out())
+            return None
+        v = guard.filter(pod, full_name(pod), snap, slots, self.mgr.assigned_count(reserved))
+        if v is not None:
+            guard.kept_out[pod.uid] = pod
+        return v
 
     # ------------------------------------------------------------------ PostFilter
     def post_filter(
@@ -193,7 +205,9 @@ class Coscheduling(
             for wp in self._waiting(full):
                 wp.allow(self.NAME)
             if self.guard is not None:
-                self.guard.clear_reservation(full)
+                if self.guard.reserved == full:
+                    self.guard.clear_reservation(full)
+                    self._activate(self.guard.take_kept_out())
                 self._activate_gangs(self.guard.release(full))
             return None, 0.0
         wait = self.timeout
