@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     logging.disable(logging.WARNING)
-    sc = GangScenario(nodes=args.nodes, node_cpu=args.node_cpu, load=args.load, seed=args.seed, quotas=not args.no_quotas)
+    sc = GangScenario(
+        nodes=args.nodes, node_cpu=args.node_cpu, load=args.load, seed=args.seed, quotas=not args.no_quotas
+    )
     results: dict[str, Any] = {}
     for name, cfg in profiles().items():
         t0 = time.process_time()
