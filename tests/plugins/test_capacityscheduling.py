@@ -213,14 +213,14 @@ def test_usage_never_exceeds_max(max_a: int, sizes: list[int]) -> None:
 @given(borrowed=st.integers(9, 16), wanted=st.integers(1, 8))
 def test_namespace_below_min_gets_min_back(borrowed: int, wanted: int) -> None:
     """Team a borrows beyond its min (the whole 16-cpu cluster at most); team b, below its min of 8,
-    asks for ``wanted`` cpus: one scheduling round later (preemption, then the victims' deletion) b has
-    them all."""
+    asks for ``wanted`` cpus: after one scheduling round at the same instant (preemption, the victims'
+    deletion, the nominated retry) b has them all."""
     h, pl = _quota_harness(16, min_a=8, min_b=8)
     h.add_pods([pod(f"a{i}").ns("a").req(cpu=1).obj() for i in range(borrowed)])
     h.schedule()
     assert len(h.placement()) == borrowed
     h.add_pods([pod(f"b{i}").ns("b").req(cpu=1).obj() for i in range(wanted)])
-    h.settle(15)
+    h.schedule()
     placed_b = [k for k in h.placement() if k.startswith("b/")]
     assert len(placed_b) == wanted
     assert pl.infos["b"].used.get("cpu", 0) == wanted * 1000
