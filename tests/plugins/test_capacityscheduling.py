@@ -224,3 +224,36 @@ def test_namespace_below_min_gets_min_back(borrowed: int, wanted: int) -> None:
     placed_b = [k for k in h.placement() if k.startswith("b/")]
     assert len(placed_b) == wanted
     assert pl.infos["b"].used.get("cpu", 0) == wanted * 1000
+
+
+# ---------------------------------------------------------------------- informer handlers
+def test_add_update_delete_pod_and_quota() -> None:
+    """TestAddPod, TestUpdatePod, TestDeletePod, TestUpdateElasticQuota, TestDeleteElasticQuota: usage
+    follows bound pods; a pod turning Succeeded or Failed leaves it; a quota update keeps the usage."""
+    h, pl = harness("CapacityScheduling", objects=[elastic_quota("ns1").min(cpu=1).max(cpu=8).obj()])
+    h.add_pods([pod(f"p{i}").ns("ns1").req(cpu=1).node("node").obj() for i in range(3)])
+    h.scheduler.drain()
+    assert pl.infos["ns1"].used == {"cpu": 3000}
+    done = h.cluster.pods["ns1/p0"]
+    h.cluster.update_pod({**done, "status": {**(done.get("status") or {}), "phase": "Succeeded"}})
+    h.cluster.delete_pod("ns1", "p1")
+    h.scheduler.drain()
+    assert pl.infos["ns1"].used == {"cpu": 1000}
+    h.cluster.apply_batch(elastic_quota("ns1").min(cpu=2).max(cpu=4).obj())
+    assert (pl.infos["ns1"].min, pl.infos["ns1"].used) == ({"cpu": 2000}, {"cpu": 1000})
+    h.cluster.delete_batch("ElasticQuota", "ns1", "quota")
+    assert "ns1" not in pl.infos
+
+
+@pytest.mark.skip(
+    reason="TestPostFilter compares Go framework status objects; covered by the dry-run and reclaim cases"
+)
+def test_post_filter_upstream_status_objects() -> None:
+    raise AssertionError
+
+
+@pytest.mark.skip(
+    reason="TestPodEligibleToPreemptOthers builds Go NodeInfo fixtures with terminating pods; not translated"
+)
+def test_pod_eligible_to_preempt_others() -> None:
+    raise AssertionError

@@ -503,3 +503,10 @@ def test_guard_keeps_room_for_the_senior_gang() -> None:
     assert sorted(k for k in h.placement() if "big" in k) == [f"default/big{i}" for i in range(4)]
     pl = h.scheduler.frameworks["default-scheduler"].plugins["Coscheduling"]
     assert pl.guard.reserved is None  # admitted: the reservation ended
+
+
+@pytest.mark.skip(
+    reason="TestSchemeRestriction checks a Go controller-runtime client scheme; Harmonic has none"
+)
+def test_scheme_restriction() -> None:
+    raise AssertionError
