@@ -169,10 +169,9 @@ def selector_view(kind: str) -> Transform:
     return view
 
 
-def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
-    """An informer handler keeping ``index`` current with the ``kind`` objects the informer reports.
-    An object the index refuses (a malformed selector) is logged and indexed as absent, so a stale
-    selector does not outlive it."""
+def _feed(kind: str, apply: Callable[[Obj], None], delete: Callable[[str, str], None]) -> Handler:
+    """An informer handler applying each reported ``kind`` object and deleting the ones that go. An
+    object ``apply`` refuses is logged and deleted, so a stale version does not outlive it."""
 
     def on_change(old: Obj | None, new: Obj | None) -> None:
         obj = new if new is not None else old
@@ -180,15 +179,22 @@ def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         if new is None:
-            index.delete(kind, ns, name)
+            delete(ns, name)
             return
         try:
-            index.apply(new)
+            apply(new)
         except ObjectError as e:
             log.warning("ignoring %s: %s", kind, e)
-            index.delete(kind, ns, name)
+            delete(ns, name)
 
     return on_change
+
+
+def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
+    """An informer handler keeping ``index`` current with the ``kind`` objects the informer reports.
+    An object the index refuses (a malformed selector) is logged and indexed as absent, so a stale
+    selector does not outlive it."""
+    return _feed(kind, index.apply, lambda ns, name: index.delete(kind, ns, name))
 
 
 #: Plugins that read the ``"batch"`` service: their profiles need the PodGroup and ElasticQuota informers.
@@ -203,22 +209,9 @@ def uses_batch_plugins(config: Any) -> bool:
 def batch_feed(store: BatchObjects, kind: str) -> Handler:
     """An informer handler keeping ``store`` current with PodGroups or ElasticQuotas; a malformed object
     (minMember below 1, min above max) is logged and treated as absent."""
-
-    def on_change(old: Obj | None, new: Obj | None) -> None:
-        obj = new if new is not None else old
-        assert obj is not None
-        meta = obj.get("metadata") or {}
-        ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
-        if new is None:
-            store.delete(kind, ns, name)
-            return
-        try:
-            store.apply({**new, "kind": kind})
-        except ObjectError as e:
-            log.warning("ignoring %s: %s", kind, e)
-            store.delete(kind, ns, name)
-
-    return on_change
+    return _feed(
+        kind, lambda obj: store.apply({**obj, "kind": kind}), lambda ns, name: store.delete(kind, ns, name)
+    )
 
 
 class LiveServices:

@@ -21,7 +21,7 @@ No args. ElasticQuotas are read from the ``"batch"`` handle service, pods from `
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -217,22 +217,10 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
             yield from nominator.nominated_pods_for_node(node)
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, slot: int) -> Status | None:
-        snap = _snapshot_state(state)
-        if snap is None:
-            return Status(Code.ERROR, f'error reading "{SNAPSHOT_KEY}" from cycleState: not found')
-        info = snap.infos.get(added.namespace)
-        if info is not None:
-            info.add_pod(added.uid, added.requests)
-        return None
+        return _in_snapshot(state, added, QuotaInfo.add_pod)
 
     def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, slot: int) -> Status | None:
-        snap = _snapshot_state(state)
-        if snap is None:
-            return Status(Code.ERROR, f'error reading "{SNAPSHOT_KEY}" from cycleState: not found')
-        info = snap.infos.get(removed.namespace)
-        if info is not None:
-            info.remove_pod(removed.uid, removed.requests)
-        return None
+        return _in_snapshot(state, removed, QuotaInfo.remove_pod)
 
     # ------------------------------------------------------------------ Reserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -377,6 +365,19 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         if violating and others:
             victims.sort(key=importance_key)
         return VictimSelection(victims, num_violating)
+
+
+def _in_snapshot(
+    state: CycleState, pod: Pod, op: Callable[[QuotaInfo, str, Mapping[str, int]], None]
+) -> Status | None:
+    """Account ``pod`` in (or out of) the cycle's quota snapshot: the PreFilter extensions."""
+    snap = _snapshot_state(state)
+    if snap is None:
+        return Status(Code.ERROR, f'error reading "{SNAPSHOT_KEY}" from cycleState: not found')
+    info = snap.infos.get(pod.namespace)
+    if info is not None:
+        op(info, pod.uid, pod.requests)
+    return None
 
 
 def _snapshot_state(state: CycleState) -> _QuotaSnapshot | None:
