@@ -492,6 +492,7 @@ def extender(
     """
     from pathlib import Path
 
+    from harmonic.cluster.services import uses_batch_plugins
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
@@ -508,7 +509,7 @@ def extender(
         sys.exit(1)
     graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
-    live = LiveCluster(transport) if transport is not None else None
+    live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
     try:
         ext = Extender(
             cfg,

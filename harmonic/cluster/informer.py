@@ -83,6 +83,8 @@ SERVICES = Resource("v1", "services", "Service")
 REPLICATION_CONTROLLERS = Resource("v1", "replicationcontrollers", "ReplicationController")
 REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
 STATEFUL_SETS = Resource("apps/v1", "statefulsets", "StatefulSet")
+POD_GROUPS = Resource("scheduling.x-k8s.io/v1alpha1", "podgroups", "PodGroup")
+ELASTIC_QUOTAS = Resource("scheduling.x-k8s.io/v1alpha1", "elasticquotas", "ElasticQuota")
 
 
 def strip_managed_fields(obj: Obj) -> Obj:

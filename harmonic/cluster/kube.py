@@ -41,7 +41,8 @@ from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
 from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods
 from harmonic.cluster.leader import LeaderElector, default_identity
-from harmonic.cluster.services import LiveServices
+from harmonic.cluster.podgroups import PodGroupStatusWriter
+from harmonic.cluster.services import LiveServices, uses_batch_plugins
 from harmonic.cluster.transport import (
     STRATEGIC_MERGE_PATCH,
     ApiStatusError,
@@ -241,7 +242,8 @@ class LiveScheduler:
         self.transport = transport
         self.identity = identity or default_identity()
         self.metrics = metrics or SchedulerMetrics()
-        plugin_services = LiveServices(transport, informer_backoff)
+        batch = uses_batch_plugins(config)
+        plugin_services = LiveServices(transport, informer_backoff, batch=batch)
         self.informers: dict[str, Informer] = {
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
@@ -279,6 +281,14 @@ class LiveScheduler:
         )
         self.informers["nodes"].add_handler(self.scheduler.on_node)
         self.informers["pods"].add_handler(self.scheduler.on_pod)
+        #: PodGroup status, written as scheduler-plugins' controller does (profiles with Coscheduling).
+        self.pod_group_status: PodGroupStatusWriter | None = None
+        if batch:
+            self.pod_group_status = PodGroupStatusWriter(
+                transport, self.informers["podgroups"].list, self.informers["pods"].list, _rfc3339_now
+            )
+            self.informers["podgroups"].add_handler(self.pod_group_status.on_pod_group)
+            self.informers["pods"].add_handler(self.pod_group_status.on_pod)
         self._stop = threading.Event()
         self._sched_stop = threading.Event()
         self._sched_thread: threading.Thread | None = None
@@ -330,6 +340,8 @@ class LiveScheduler:
         the exit code once stopped (0) or once leadership was lost (1)."""
         self.events.start()
         self.status.start()
+        if self.pod_group_status is not None:
+            self.pod_group_status.start()
         for inf in self.informers.values():
             inf.start()
         deadline = None if sync_timeout is None else time.monotonic() + sync_timeout
@@ -406,5 +418,11 @@ class LiveScheduler:
         for inf in self.informers.values():
             inf.stop()
         self.status.stop()
+        if self.pod_group_status is not None:
+            self.pod_group_status.stop()
         self.events.stop()
         log.info("stopped", extra={"identity": self.identity, "exitCode": self.exit_code})
+
+
+def _rfc3339_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
+from harmonic.api.batch import BatchObjects
 from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
@@ -66,6 +68,8 @@ class InMemoryCluster:
         self.workloads = WorkloadIndex()
         #: PVCs, PVs, StorageClasses and CSI objects: the ``"volumes"`` service (``cluster/storage.py``).
         self.storage = InMemoryStorage()
+        #: PodGroups and ElasticQuotas (scheduling.x-k8s.io): the ``"batch"`` service.
+        self.batch = BatchObjects(self._clock)
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -166,9 +170,21 @@ class InMemoryCluster:
     def delete_workload(self, kind: str, namespace: str, name: str) -> None:
         self.workloads.delete(kind, namespace, name)
 
+    def apply_batch(self, raw: Obj) -> None:
+        """Create or replace a PodGroup or ElasticQuota (``scheduling.x-k8s.io/v1alpha1``)."""
+        self.batch.apply(raw)
+
+    def delete_batch(self, kind: str, namespace: str, name: str) -> None:
+        self.batch.delete(kind, namespace, name)
+
     def scheduler_services(self) -> dict[str, Any]:
         """The handle services this cluster offers a scheduler's plugins."""
-        return {SERVICE_NAME: self.workloads, "pdbs": self.list_pdbs, VOLUMES_SERVICE: self.storage}
+        return {
+            SERVICE_NAME: self.workloads,
+            "pdbs": self.list_pdbs,
+            VOLUMES_SERVICE: self.storage,
+            BATCH_SERVICE: self.batch,
+        }
 
     # ------------------------------------------------------------------ VolumeBindingClient
     def update_persistent_volume(self, raw: Obj) -> Obj | Status:

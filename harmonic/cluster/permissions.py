@@ -43,6 +43,15 @@ _WORKLOAD_SELECTORS = (
 )
 
 
+#: The "batch" service's informers (profiles with Coscheduling or CapacityScheduling), in both modes.
+_BATCH_OBJECTS = Permission(
+    "scheduling.x-k8s.io",
+    ("podgroups", "elasticquotas"),
+    READ,
+    "Coscheduling reads PodGroups, CapacityScheduling ElasticQuotas (scheduler-plugins' CRDs)",
+)
+
+
 def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
     """``harmonic run``: informers, binding, status, events, eviction, leader election."""
     return (
@@ -54,6 +63,13 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
         Permission("policy", ("poddisruptionbudgets",), READ, "preemption counts PDB violations"),
         *_WORKLOAD_SELECTORS,
+        _BATCH_OBJECTS,
+        Permission(
+            "scheduling.x-k8s.io",
+            ("podgroups/status",),
+            ("patch",),
+            "PodGroup status (phase, running counts), as scheduler-plugins' controller writes it",
+        ),
         Permission("", ("events",), ("create", "patch", "update"), "Scheduled / FailedScheduling events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
         Permission(
@@ -84,6 +100,7 @@ def extender_permissions() -> tuple[Permission, ...]:
         Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
         Permission("policy", ("poddisruptionbudgets",), READ, "the pdbs service plugins read"),
         *_WORKLOAD_SELECTORS,
+        _BATCH_OBJECTS,
     )
 
 

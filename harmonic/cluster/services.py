@@ -8,6 +8,8 @@
   PDB lister does for preemption.
 - ``"workloads"``: a ``harmonic.api.workloads.WorkloadIndex``, the selectors of Services,
   ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints).
+- ``"batch"`` (only with ``batch=True``, for profiles running Coscheduling or CapacityScheduling, whose
+  CRDs a cluster may lack): a ``harmonic.api.batch.BatchObjects`` of PodGroups and ElasticQuotas.
 
 The first two read an informer's store, the third is fed by informers' handlers, so all are current
 and safe to use from any thread. ``LiveServices`` builds those informers and services for both live
@@ -20,16 +22,21 @@ from __future__ import annotations
 
 import builtins
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
+from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
+from harmonic.api.batch import BatchObjects
 from harmonic.api.errors import ObjectError
 from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.workloads import SERVICE_NAME as WORKLOADS_SERVICE
 from harmonic.api.workloads import WorkloadIndex
 from harmonic.cluster.informer import (
+    ELASTIC_QUOTAS,
     NAMESPACES,
     PDBS,
+    POD_GROUPS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
@@ -162,10 +169,9 @@ def selector_view(kind: str) -> Transform:
     return view
 
 
-def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
-    """An informer handler keeping ``index`` current with the ``kind`` objects the informer reports.
-    An object the index refuses (a malformed selector) is logged and indexed as absent, so a stale
-    selector does not outlive it."""
+def _feed(kind: str, apply: Callable[[Obj], None], delete: Callable[[str, str], None]) -> Handler:
+    """An informer handler applying each reported ``kind`` object and deleting the ones that go. An
+    object ``apply`` refuses is logged and deleted, so a stale version does not outlive it."""
 
     def on_change(old: Obj | None, new: Obj | None) -> None:
         obj = new if new is not None else old
@@ -173,15 +179,39 @@ def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         if new is None:
-            index.delete(kind, ns, name)
+            delete(ns, name)
             return
         try:
-            index.apply(new)
+            apply(new)
         except ObjectError as e:
             log.warning("ignoring %s: %s", kind, e)
-            index.delete(kind, ns, name)
+            delete(ns, name)
 
     return on_change
+
+
+def workload_feed(index: WorkloadIndex, kind: str) -> Handler:
+    """An informer handler keeping ``index`` current with the ``kind`` objects the informer reports.
+    An object the index refuses (a malformed selector) is logged and indexed as absent, so a stale
+    selector does not outlive it."""
+    return _feed(kind, index.apply, lambda ns, name: index.delete(kind, ns, name))
+
+
+#: Plugins that read the ``"batch"`` service: their profiles need the PodGroup and ElasticQuota informers.
+BATCH_PLUGINS = frozenset({"Coscheduling", "CapacityScheduling"})
+
+
+def uses_batch_plugins(config: Any) -> bool:
+    """Does any profile of ``config`` (a SchedulerConfiguration) run a plugin reading scheduler-plugins' CRDs?"""
+    return any(name in BATCH_PLUGINS for prof in config.profiles for name in prof.plugin_names)
+
+
+def batch_feed(store: BatchObjects, kind: str) -> Handler:
+    """An informer handler keeping ``store`` current with PodGroups or ElasticQuotas; a malformed object
+    (minMember below 1, min above max) is logged and treated as absent."""
+    return _feed(
+        kind, lambda obj: store.apply({**obj, "kind": kind}), lambda ns, name: store.delete(kind, ns, name)
+    )
 
 
 class LiveServices:
@@ -194,7 +224,9 @@ class LiveServices:
     informer's reconnect backoff.
     """
 
-    def __init__(self, transport: Transport, backoff: Callable[[], Backoff] = Backoff) -> None:
+    def __init__(
+        self, transport: Transport, backoff: Callable[[], Backoff] = Backoff, batch: bool = False
+    ) -> None:
         self.informers: dict[str, Informer] = {
             "pdbs": Informer(transport, PDBS, backoff=backoff()),
             "namespaces": Informer(transport, NAMESPACES, backoff=backoff()),
@@ -207,6 +239,13 @@ class LiveServices:
             NAMESPACES_SERVICE: NamespaceLabels(self.informers["namespaces"]),
             WORKLOADS_SERVICE: self.workloads,
         }
+        if batch:
+            self.batch = BatchObjects(time.time)
+            for resource in (POD_GROUPS, ELASTIC_QUOTAS):
+                inf = Informer(transport, resource, backoff=backoff())
+                inf.add_handler(batch_feed(self.batch, resource.kind))
+                self.informers[resource.plural] = inf
+            self.services[BATCH_SERVICE] = self.batch
 
     def _workload_informer(self, transport: Transport, resource: Resource, backoff: Backoff) -> Informer:
         inf = Informer(transport, resource, backoff=backoff, transform=selector_view(resource.kind))

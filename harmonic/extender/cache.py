@@ -14,7 +14,9 @@ plugins read the snapshot, so a request sees the cluster at one point in time.
 
 What is kept: every node; every pod with ``spec.nodeName`` that is not terminal (kube-scheduler's
 informer drops Succeeded/Failed pods the same way); and pending pods' manifests only so that the bind
-verb can account a pod it has just bound before the informer reports it (``assume``).
+verb can account a pod it has just bound before the informer reports it (``assume``). ``pods`` lists
+every non-terminal pod, pending or bound (the ``"pods"`` service: Coscheduling counts a gang's members
+there, CapacityScheduling its quotas' usage).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from harmonic.api.pod import Pod, parse_pod
 from harmonic.framework.snapshot import Snapshot
 from harmonic.scheduler.cache import Cache
 from harmonic.scheduler.clock import RealClock
+from harmonic.scheduler.podlister import PodLister
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class ClusterCache:
         self.lock = threading.RLock()
         self.cache = Cache(RealClock())
         self._pending: dict[str, Pod] = {}
+        #: Every non-terminal pod, pending or bound: the ``"pods"`` service (gang members, quota usage).
+        self.pods = PodLister()
         self._synced = threading.Event()
         #: Bumped on every applied event (tests and readiness use it).
         self.events_applied = 0
@@ -104,6 +109,7 @@ class ClusterCache:
             return
         with self.lock:
             self.events_applied += 1
+            self.pods.set(pod)
             if not pod.node_name:
                 self._pending[pod.uid] = pod
                 return
@@ -113,6 +119,7 @@ class ClusterCache:
     def _delete_pod(self, uid: str) -> None:
         with self.lock:
             self.events_applied += 1
+            self.pods.remove(uid)
             self._pending.pop(uid, None)
             cached = self.cache.pod(uid)
             if cached is None:

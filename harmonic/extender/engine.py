@@ -60,6 +60,7 @@ from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.clock import RealClock
+from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,8 @@ class Extender:
         self.client: ClusterClient = client or _NoClient()
         self.clock: Clock = clock or RealClock()
         self.services: dict[str, Any] = dict(services or {})
+        if cache is not None:
+            self.services.setdefault(PODS_SERVICE, cache.pods)
         self._request_nodes = _RequestNodes() if cache is None else None
         self._lock = cache.lock if cache is not None else threading.RLock()
         self._resolved: tuple[list[str], Snapshot, int, tuple[list[str], np.ndarray, list[str]]] | None = None

@@ -57,10 +57,12 @@ class LiveCluster:
     ``informer_backoff`` makes each informer's reconnect backoff (tests use short ones).
     """
 
-    def __init__(self, transport: Transport, *, informer_backoff: Callable[[], Backoff] = Backoff) -> None:
+    def __init__(
+        self, transport: Transport, *, informer_backoff: Callable[[], Backoff] = Backoff, batch: bool = False
+    ) -> None:
         self.transport = transport
         self.cache = ClusterCache()
-        plugin_services = LiveServices(transport, informer_backoff)
+        plugin_services = LiveServices(transport, informer_backoff, batch=batch)
         self.informers: dict[str, Informer] = {
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,

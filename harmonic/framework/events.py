@@ -31,6 +31,9 @@ class Resource(StrEnum):
     NAMESPACE = "Namespace"
     #: Harmonic's own signals (affinity graph, dissonance model) changed.
     MODEL = "Model"
+    #: scheduler-plugins' CRDs, named as upstream registers custom events (<plural>.<version>.<group>).
+    POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
+    ELASTIC_QUOTA = "elasticquotas.v1alpha1.scheduling.x-k8s.io"
     WILDCARD = "*"
 
 

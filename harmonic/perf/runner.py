@@ -58,6 +58,8 @@ class Workload:
     churn: Churn | None = None
     #: Services, ReplicaSets, ... created before the nodes (their selectors drive default spreading).
     objects: Callable[[], Iterable[Obj]] = tuple
+    #: PodGroups and ElasticQuotas (scheduling.x-k8s.io) created before the nodes.
+    batch_objects: Callable[[], Iterable[Obj]] = tuple
 
 
 @dataclass
@@ -95,6 +97,8 @@ def run_workload(
     cluster = InMemoryCluster(clock.now)
     for obj in workload.objects():
         cluster.apply_workload(obj)
+    for obj in workload.batch_objects():
+        cluster.apply_batch(obj)
     services = cluster.scheduler_services()
     if workload.services is not None:
         services.update(workload.services())

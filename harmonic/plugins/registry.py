@@ -6,7 +6,9 @@ from functools import cache
 
 from harmonic.framework.registry import Registry, entry_point_plugins
 from harmonic.plugins.balancedallocation import NodeResourcesBalancedAllocation
+from harmonic.plugins.capacityscheduling import CapacityScheduling
 from harmonic.plugins.communicationaffinity import CommunicationAffinity
+from harmonic.plugins.coscheduling import Coscheduling
 from harmonic.plugins.defaultbinder import DefaultBinder
 from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.dissonance import Dissonance
@@ -28,7 +30,9 @@ from harmonic.plugins.volumezone import VolumeZone
 from harmonic.plugins.wasm import TEMPLATE as WASM_TEMPLATE
 
 IN_TREE = (
+    CapacityScheduling,
     CommunicationAffinity,
+    Coscheduling,
     DefaultBinder,
     Dissonance,
     DefaultPreemption,

@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from harmonic.api.batch import POD_GROUP
+from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node, parse_node
 from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
@@ -37,7 +39,9 @@ from harmonic.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_DELETE,
+    Action,
     ClusterEvent,
+    Resource,
     node_update_events,
     pod_update_events,
 )
@@ -50,6 +54,8 @@ from harmonic.scheduler.cache import Cache, CacheError
 from harmonic.scheduler.client import SchedulerClient
 from harmonic.scheduler.clock import RealClock
 from harmonic.scheduler.nominator import Nominator
+from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
+from harmonic.scheduler.podlister import PodLister
 from harmonic.scheduler.queue import SchedulingQueue
 from harmonic.scheduler.waiting import WaitingPod
 
@@ -200,6 +206,10 @@ class _ProfileHandle:
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._sched.waiting_pods.get(uid)
 
+    def waiting_pods(self) -> list[WaitingPod]:
+        """Every pod waiting at Permit (IterateOverWaitingPods)."""
+        return list(self._sched.waiting_pods.values())
+
     def service(self, name: str) -> Any:
         return self._sched.services[name]
 
@@ -230,6 +240,8 @@ class Scheduler:
         self.services: dict[str, Any] = dict(services or {})
         self.nominator = Nominator()
         self.services.setdefault("nominator", self.nominator)
+        self.pods = PodLister()
+        self.services.setdefault(PODS_SERVICE, self.pods)
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -247,6 +259,9 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             hints={name: fw.events_to_register() for name, fw in self.frameworks.items()},
         )
+        batch = self.services.get(BATCH_SERVICE)
+        if batch is not None:
+            batch.listen(self._on_batch_change)
         self.next_start_node_index = 0
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_ready = threading.Condition()
@@ -304,6 +319,12 @@ class Scheduler:
 
         self.post(apply)
 
+    def _on_batch_change(self, kind: str, old: Any, new: Any) -> None:
+        """A PodGroup or ElasticQuota changed: retry the pods whose plugins registered for it."""
+        resource = Resource.POD_GROUP if kind == POD_GROUP else Resource.ELASTIC_QUOTA
+        action = Action.ADD if old is None else (Action.DELETE if new is None else Action.UPDATE)
+        self.on_cluster_event(ClusterEvent(resource, action), old, new)
+
     # ------------------------------------------------------------------ nodes
     def _handle_node(self, old_raw: Mapping[str, Any] | None, new_raw: Mapping[str, Any] | None) -> None:
         snap = self.cache.snapshot
@@ -344,6 +365,7 @@ class Scheduler:
             # kube-scheduler's informer excludes terminal pods: for the cache they are gone.
             self._handle_pod_delete(new_raw, pod)
             return
+        self.pods.set(pod)
         if pod.node_name:
             self._handle_assigned_pod(cached, pod)
             return
@@ -379,6 +401,7 @@ class Scheduler:
 
     def _handle_pod_delete(self, raw: Mapping[str, Any], pod: Pod | None = None) -> None:
         uid = _raw_uid(raw)
+        self.pods.remove(uid)
         cached = self.cache.pod(uid)
         if cached is not None and self.cache.is_assumed(uid):
             self._handle_assumed_pod_deletion(cached)

@@ -35,6 +35,7 @@ from harmonic.framework.registry import Registry
 from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
+from harmonic.sim import batch
 from harmonic.sim import workloads as wl
 from harmonic.sim.mesh import MeshCounters, graph_service_for
 from harmonic.sim.objects import UNREACHABLE_TAINT
@@ -137,6 +138,7 @@ class World:
         self._creating: tuple[wl.Controller | None, float | None] | None = None
         self.truth = TruthObserver(self)
         self.recorder = Recorder(self)
+        self.batch = batch.BatchTracker(self)
 
     # ================================================================== Host (for controllers)
     def now(self) -> float:
@@ -281,6 +283,8 @@ class World:
     # ================================================================== actions
     def apply(self, timed: Timed) -> None:
         a = timed.action
+        if isinstance(a, (CreateObject, DeleteObject)) and batch.apply(self.cluster, a):
+            return
         if isinstance(a, CreateObject):
             ctl = wl.make_controller(self, a.obj)
             self.controllers[ctl.key] = ctl
@@ -503,13 +507,14 @@ class World:
                 candidates.append(timeline[i].time)
             if self._timers:
                 candidates.append(self._timers[0][0])
-            wake = self.scheduler.queue.next_wakeup()
+            wake = batch.next_wakeup(self.scheduler)
             if wake is not None:
                 counts = self.scheduler.queue.counts()
                 # With nothing else left to happen, retrying unschedulable pods cannot place them.
                 if candidates or counts["backoff"] or counts["active"] or end < math.inf:
                     candidates.append(wake if wake > now else now + UNSCHEDULABLE_FLUSH_PERIOD)
             t_next = min(candidates) if candidates else (end if end < math.inf else now)
+            self.batch.observe(now, min(t_next, end))
             stop_at = min(t_next, end)
             while next_sample < stop_at:
                 self.recorder.sample(next_sample)

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from harmonic.api.batch import parse_elastic_quota, parse_pod_group
 from harmonic.api.errors import ObjectError
 from harmonic.api.pod import DEFAULT_SCHEDULER_NAME, parse_pod
 from harmonic.api.selectors import label_selector
@@ -44,6 +45,8 @@ INERT_KINDS = {
     "Secret": "v1",
 }
 PRIORITY_CLASS_API = "scheduling.k8s.io/v1"
+#: scheduler-plugins' CRDs: handed to the scheduler's ``"batch"`` store when created (harmonic.sim.batch).
+BATCH_KINDS = {"PodGroup": "scheduling.x-k8s.io/v1alpha1", "ElasticQuota": "scheduling.x-k8s.io/v1alpha1"}
 
 #: Spec fields each controller honours (or that have no bearing on placement).
 _SPEC_FIELDS: dict[str, frozenset[str]] = {
@@ -212,6 +215,20 @@ def _int_field(spec: Mapping[str, Any], key: str, default: int | None, source: s
     return v
 
 
+def check_batch_object(raw: Mapping[str, Any], source: str, namespace: str) -> WorkloadObject:
+    """A PodGroup or ElasticQuota, validated as the scheduler reads it (minMember >= 1, min <= max)."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        raise ScenarioError(source, "metadata.name", "is required")
+    ns = str(meta.get("namespace") or namespace)
+    manifest: Obj = {**raw, "metadata": {**meta, "namespace": ns}}
+    try:
+        (parse_pod_group if raw["kind"] == "PodGroup" else parse_elastic_quota)(manifest)
+    except ObjectError as e:
+        raise ScenarioError(source, e.field, e.message) from None
+    return WorkloadObject(str(raw["kind"]), ns, str(meta["name"]), manifest, source)
+
+
 def check_object(
     raw: Any,
     source: str,
@@ -230,8 +247,10 @@ def check_object(
     if kind in INERT_KINDS and api == INERT_KINDS[kind]:
         inert[str(kind)] += 1
         return None
+    if kind in BATCH_KINDS and api == BATCH_KINDS[kind]:
+        return check_batch_object(raw, source, namespace)
     if kind not in WORKLOAD_KINDS:
-        supported = ", ".join([*WORKLOAD_KINDS, "PriorityClass", *INERT_KINDS])
+        supported = ", ".join([*WORKLOAD_KINDS, "PriorityClass", *INERT_KINDS, *BATCH_KINDS])
         raise ScenarioError(source, "kind", f"{kind!r} is not simulated; supported kinds: {supported}")
     assert isinstance(kind, str)
     if api != WORKLOAD_KINDS[kind]:

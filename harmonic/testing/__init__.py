@@ -1,5 +1,23 @@
 """Helpers for tests of Harmonic and of third-party plugins: fluent object builders and harnesses."""
 
-from harmonic.testing.builders import NodeBuilder, PodBuilder, node, pod
+from harmonic.testing.builders import (
+    ElasticQuotaBuilder,
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    elastic_quota,
+    node,
+    pod,
+    pod_group,
+)
 
-__all__ = ["NodeBuilder", "PodBuilder", "node", "pod"]
+__all__ = [
+    "ElasticQuotaBuilder",
+    "NodeBuilder",
+    "PodBuilder",
+    "PodGroupBuilder",
+    "elastic_quota",
+    "node",
+    "pod",
+    "pod_group",
+]

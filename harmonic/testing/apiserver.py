@@ -6,7 +6,8 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
 - **Objects**: pods, nodes, namespaces (``default``, ``kube-system``, ``kube-public`` and
   ``kube-node-lease`` exist from the start), poddisruptionbudgets (policy/v1), leases
   (coordination.k8s.io/v1), Events (core/v1 and events.k8s.io/v1), services and
-  replicationcontrollers (core/v1), replicasets and statefulsets (apps/v1), all with the same lists,
+  replicationcontrollers (core/v1), replicasets and statefulsets (apps/v1), podgroups and
+  elasticquotas (scheduling.x-k8s.io/v1alpha1, scheduler-plugins' CRDs), all with the same lists,
   watches and writes. One global resourceVersion counter,
   as etcd's revision; uid and creationTimestamp set on create; pods defaulted as the API server
   defaults them (namespace, ``schedulerName: default-scheduler``, phase, requests from limits).
@@ -107,6 +108,8 @@ RESOURCE_TYPES = (
     ResourceType("", "v1", "replicationcontrollers", "ReplicationController", True),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
+    ResourceType("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
+    ResourceType("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True),
 )
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCE_TYPES}
 _BY_ID = {r.id: r for r in RESOURCE_TYPES}

@@ -121,6 +121,10 @@ class PodBuilder:
         self._o.setdefault("status", {})["nominatedNodeName"] = name
         return self
 
+    def group(self, name: str) -> PodBuilder:
+        """Member of the PodGroup ``name`` (label ``scheduling.x-k8s.io/pod-group``)."""
+        return self.label("scheduling.x-k8s.io/pod-group", name)
+
     def priority(self, value: int) -> PodBuilder:
         self._spec["priority"] = value
         return self
@@ -285,3 +289,69 @@ def pod(name: str) -> PodBuilder:
 
 def node(name: str) -> NodeBuilder:
     return NodeBuilder(name)
+
+
+class PodGroupBuilder:
+    """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup (upstream's ``tu.MakePodGroup()``)."""
+
+    def __init__(self, name: str) -> None:
+        self._o: Obj = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": 1},
+        }
+
+    def ns(self, namespace: str) -> PodGroupBuilder:
+        self._o["metadata"]["namespace"] = namespace
+        return self
+
+    def min_member(self, n: int) -> PodGroupBuilder:
+        self._o["spec"]["minMember"] = n
+        return self
+
+    def min_resources(self, **resources: Any) -> PodGroupBuilder:
+        self._o["spec"]["minResources"] = _res(resources)
+        return self
+
+    def timeout(self, seconds: int) -> PodGroupBuilder:
+        self._o["spec"]["scheduleTimeoutSeconds"] = seconds
+        return self
+
+    def created(self, rfc3339: str) -> PodGroupBuilder:
+        self._o["metadata"]["creationTimestamp"] = rfc3339
+        return self
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._o)
+
+
+class ElasticQuotaBuilder:
+    """A ``scheduling.x-k8s.io/v1alpha1`` ElasticQuota for a namespace."""
+
+    def __init__(self, namespace: str, name: str = "quota") -> None:
+        self._o: Obj = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "ElasticQuota",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {},
+        }
+
+    def min(self, **resources: Any) -> ElasticQuotaBuilder:
+        self._o["spec"]["min"] = _res(resources)
+        return self
+
+    def max(self, **resources: Any) -> ElasticQuotaBuilder:
+        self._o["spec"]["max"] = _res(resources)
+        return self
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._o)
+
+
+def pod_group(name: str) -> PodGroupBuilder:
+    return PodGroupBuilder(name)
+
+
+def elastic_quota(namespace: str, name: str = "quota") -> ElasticQuotaBuilder:
+    return ElasticQuotaBuilder(namespace, name)

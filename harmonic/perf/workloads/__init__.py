@@ -7,6 +7,7 @@ from collections.abc import Callable
 from harmonic.perf.runner import Workload
 from harmonic.perf.workloads import (
     basic,
+    gangs,
     harmony,
     mixed,
     node_affinity,
@@ -19,6 +20,7 @@ from harmonic.perf.workloads import (
 #: name -> (factory(nodes, init_pods, pods), default sizes (nodes, init pods, measured pods))
 WORKLOADS: dict[str, tuple[Callable[[int, int, int], Workload], tuple[int, int, int]]] = {
     **basic.WORKLOADS,
+    **gangs.WORKLOADS,
     **harmony.WORKLOADS,
     **node_affinity.WORKLOADS,
     **pod_affinity.WORKLOADS,
