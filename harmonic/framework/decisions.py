@@ -1,0 +1,246 @@
+"""Why each pod went where it went, or nowhere: scheduling decisions recorded for the decision explorer.
+
+A ``DecisionTrace`` is filled in while one scheduling cycle (or one extender filter / prioritize call)
+runs: the PreFilter status and the nodes a PreFilter result left out, every Filter outcome over the
+nodes evaluated, each Score plugin's raw and normalised scores over the feasible nodes, the final
+choice with its tie-break, and the failure message (kube-scheduler's FitError text) with PostFilter's
+nomination. While scheduling it only keeps references to the numpy arrays the cycle made anyway; the
+per-node rows are built by ``to_json`` when someone reads the decision (``/debug/decisions``, the
+simulator's ``decisions.jsonl``, ``harmonic ui``).
+
+Nothing here runs unless a ``DecisionLog`` is attached to the scheduler or extender: when recording is
+off, a cycle costs one ``is None`` test more.
+
+The JSON document of one decision (keys in kube-scheduler's wire spelling where it has one)::
+
+    {"id", "time", "source": "scheduler" | "extender/filter" | "extender/prioritize",
+     "profile", "pod": "ns/name", "uid",
+     "result": "Scheduled" | "Unschedulable" | "Error" | "Filtered" | "Prioritized",
+     "node": chosen node or null, "message": the FitError / error text ("" when scheduled),
+     "nodes": {"all", "evaluated", "feasible"},
+     "preFilter": {"code", "plugin", "message"} or null,
+     "nominatedNode": {"node", "passed"} or null (a preemptor's nominated node, tried first),
+     "filter": [{"node", "code", "plugin", "reasons"}] one row per node that failed a filter
+               (or was left out by PreFilter), nodes in evaluation order,
+     "scores": {"plugins": [{"name", "weight"}],
+                "nodes": [{"node", "raw": [...], "normalized": [...], "weighted": [...], "total"}]}
+               or null (one entry per plugin in "plugins" order; nodes in evaluation order),
+     "choice": {"node", "total", "ties": [nodes with the best total], "tieBreak"} or null,
+     "postFilter": {"message", "nominatedNode"} or null}
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harmonic.framework.diagnosis import FilterOutcome
+from harmonic.framework.status import Code, Status
+
+#: Default size of the live ring buffer (``--decisions-buffer``).
+DEFAULT_BUFFER = 1000
+
+RESULT_SCHEDULED = "Scheduled"
+RESULT_UNSCHEDULABLE = "Unschedulable"
+RESULT_ERROR = "Error"
+RESULT_FILTERED = "Filtered"
+RESULT_PRIORITIZED = "Prioritized"
+
+
+@dataclass(slots=True)
+class ScoreDetail:
+    """Filled by ``Framework.run_score`` when asked: per plugin that scored, its weight, its Score
+    output and (for plugins with NormalizeScore) the normalised scores, aligned with the slots scored."""
+
+    plugins: list[str] = field(default_factory=list)
+    weights: list[int] = field(default_factory=list)
+    raw: list[np.ndarray] = field(default_factory=list)
+    normalized: list[np.ndarray] = field(default_factory=list)
+
+
+def _status_json(st: Status) -> dict[str, Any]:
+    return {"code": st.code.wire_name, "plugin": st.plugin, "message": st.message}
+
+
+@dataclass(slots=True)
+class DecisionTrace:
+    """One decision as it is being made; slots are resolved to node names with ``names`` (the snapshot's
+    slot -> name array at the time, which the snapshot replaces rather than mutates)."""
+
+    source: str
+    profile: str
+    pod_key: str
+    uid: str
+    time: float
+    names: np.ndarray
+    all_nodes: int = 0
+    pre_filter: Status | None = None
+    #: Nodes a PreFilter result left out: how many, and the status they get.
+    excluded: tuple[int, Status] | None = None
+    excluded_slots: np.ndarray | None = None
+    nominated: tuple[str, bool] | None = None
+    outcomes: list[FilterOutcome] = field(default_factory=list)
+    evaluated: int = 0
+    feasible: np.ndarray | None = None
+    score: ScoreDetail | None = None
+    total: np.ndarray | None = None
+    chosen: int = -1
+    result: str = ""
+    node: str | None = None
+    message: str = ""
+    post_filter: tuple[str, str | None] | None = None
+    id: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        names = self.names
+        feasible = self.feasible if self.feasible is not None else np.zeros(0, dtype=np.int64)
+        return {
+            "id": self.id,
+            "time": round(self.time, 6),
+            "source": self.source,
+            "profile": self.profile,
+            "pod": self.pod_key,
+            "uid": self.uid,
+            "result": self.result,
+            "node": self.node,
+            "message": self.message,
+            "nodes": {"all": self.all_nodes, "evaluated": self.evaluated, "feasible": int(len(feasible))},
+            "preFilter": _status_json(self.pre_filter) if self.pre_filter is not None else None,
+            "nominatedNode": (
+                {"node": self.nominated[0], "passed": self.nominated[1]} if self.nominated else None
+            ),
+            "filter": self._filter_rows(names),
+            "scores": self._score_json(names, feasible),
+            "choice": self._choice_json(names, feasible),
+            "postFilter": (
+                {"message": self.post_filter[0], "nominatedNode": self.post_filter[1]}
+                if self.post_filter is not None
+                else None
+            ),
+        }
+
+    def _filter_rows(self, names: np.ndarray) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        if self.excluded is not None and self.excluded_slots is not None:
+            _, st = self.excluded
+            rows.extend(
+                {"node": n, "code": st.code.wire_name, "plugin": st.plugin, "reasons": list(st.reasons)}
+                for n in names[self.excluded_slots].tolist()
+            )
+        for o in self.outcomes:
+            failed = np.flatnonzero(o.codes)
+            if not len(failed):
+                continue
+            codes = [Code(c).wire_name for c in range(len(Code))]
+            for node, code, pid, rid in zip(
+                names[o.slots[failed]].tolist(),
+                o.codes[failed].tolist(),
+                o.plugin_ids[failed].tolist(),
+                o.reason_ids[failed].tolist(),
+                strict=True,
+            ):
+                rows.append(
+                    {
+                        "node": node,
+                        "code": codes[code],
+                        "plugin": o.plugin_names[pid],
+                        "reasons": list(o.reasons[rid]),
+                    }
+                )
+        return rows
+
+    def _score_json(self, names: np.ndarray, feasible: np.ndarray) -> dict[str, Any] | None:
+        sd, total = self.score, self.total
+        if sd is None or total is None or not len(feasible):
+            return None
+        k = len(sd.plugins)
+        raw = np.stack(sd.raw) if k else np.zeros((0, len(feasible)), dtype=np.int64)
+        norm = np.stack(sd.normalized) if k else raw
+        weighted = norm * np.asarray(sd.weights, dtype=np.int64)[:, None]
+        nodes = [
+            {"node": n, "raw": r, "normalized": m, "weighted": w, "total": t}
+            for n, r, m, w, t in zip(
+                names[feasible].tolist(),
+                raw.T.tolist(),
+                norm.T.tolist(),
+                weighted.T.tolist(),
+                total.tolist(),
+                strict=True,
+            )
+        ]
+        plugins = [{"name": p, "weight": w} for p, w in zip(sd.plugins, sd.weights, strict=True)]
+        return {"plugins": plugins, "nodes": nodes}
+
+    def _choice_json(self, names: np.ndarray, feasible: np.ndarray) -> dict[str, Any] | None:
+        if self.chosen < 0:
+            return None
+        total = self.total
+        if total is None or not len(total):
+            how = "the nominated node passed every filter" if self.nominated else "the only feasible node"
+            return {"node": names[self.chosen], "total": None, "ties": [names[self.chosen]], "tieBreak": how}
+        best = int(total.max())
+        ties = names[feasible[total == best]].tolist()
+        how = (
+            "the only node with the best total"
+            if len(ties) == 1
+            else f"uniform draw among the {len(ties)} nodes with the best total (seeded)"
+        )
+        return {"node": names[self.chosen], "total": best, "ties": ties, "tieBreak": how}
+
+
+class DecisionLog:
+    """The recorded decisions, thread-safe (the scheduler's thread writes, HTTP threads read).
+
+    ``per_pod=False``: a ring buffer of the last ``capacity`` decisions (every attempt), the live
+    ``/debug/decisions`` endpoint. ``per_pod=True``: the latest decision of each pod, for the last
+    ``capacity`` pods decided (the simulator: one entry per pod explains where it is or why it waits).
+    """
+
+    def __init__(self, capacity: int = DEFAULT_BUFFER, *, per_pod: bool = False) -> None:
+        if capacity < 1:
+            raise ValueError(f"decision log capacity must be at least 1, not {capacity}")
+        self.capacity = capacity
+        self.per_pod = per_pod
+        self._ring: deque[DecisionTrace] = deque(maxlen=capacity)
+        self._by_pod: OrderedDict[tuple[str, str], DecisionTrace] = OrderedDict()
+        self._lock = threading.Lock()
+        self._next_id = 1
+        self.total = 0
+
+    def add(self, trace: DecisionTrace) -> None:
+        with self._lock:
+            trace.id = self._next_id
+            self._next_id += 1
+            self.total += 1
+            if not self.per_pod:
+                self._ring.append(trace)
+                return
+            key = (trace.profile, trace.uid)
+            self._by_pod.pop(key, None)
+            self._by_pod[key] = trace
+            if len(self._by_pod) > self.capacity:
+                self._by_pod.popitem(last=False)
+
+    def traces(self) -> list[DecisionTrace]:
+        """Oldest first."""
+        with self._lock:
+            return list(self._by_pod.values()) if self.per_pod else list(self._ring)
+
+    def __len__(self) -> int:
+        return len(self._by_pod) if self.per_pod else len(self._ring)
+
+    def documents(self, pod: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """JSON documents, oldest first: those with an id above ``since`` whose pod key contains
+        ``pod``, the newest ``limit`` of them."""
+        picked: Iterable[DecisionTrace] = (
+            t for t in self.traces() if t.id > since and (pod is None or pod in t.pod_key)
+        )
+        chosen = list(picked)
+        if limit is not None:
+            chosen = chosen[-limit:] if limit > 0 else []
+        return [t.to_json() for t in chosen]
