@@ -43,6 +43,18 @@ def _cluster_options(f: F) -> F:
     )(f)
 
 
+def _decisions_option(f: F) -> F:
+    return click.option(
+        "--decisions-buffer",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="N",
+        help="Record the last N scheduling decisions (every Filter verdict and Score per node) and serve "
+        "them at GET /debug/decisions, for `harmonic ui --url`. 0: not recorded.",
+    )(f)
+
+
 def _log_format_option(f: F) -> F:
     return click.option(
         "--log-format",
@@ -296,6 +308,7 @@ def graph(
     default=None,
     help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
 )
+@_decisions_option
 def run(
     config_path: str,
     kubeconfig: str | None,
@@ -305,6 +318,7 @@ def run(
     identity: str | None,
     log_format: str,
     sync_timeout: float | None,
+    decisions_buffer: int,
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
@@ -316,8 +330,10 @@ def run(
     """
     import signal
 
-    from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.health import HealthServer, Route
     from harmonic.cluster.kube import LiveScheduler, tune_process
+    from harmonic.framework.decisions import DecisionLog
+    from harmonic.framework.decisions import endpoint as decisions_endpoint
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.metrics import exposition as signals_exposition
 
@@ -340,6 +356,10 @@ def run(
     assert transport is not None
     tune_process()
     live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    routes: dict[str, Route] = {}
+    if decisions_buffer:
+        decisions = live.scheduler.decisions = DecisionLog(decisions_buffer)
+        routes["/debug/decisions"] = lambda q: (*decisions_endpoint(decisions, q), "application/json")
     server = None
     if metrics_port:
         try:
@@ -349,6 +369,7 @@ def run(
                 lambda: live.metrics.exposition() + signals_exposition(),
                 live.health_checks(),
                 live.ready_checks(),
+                routes,
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
@@ -460,6 +481,7 @@ def config_show(path: str | None) -> None:
 )
 @_cluster_options
 @_log_format_option
+@_decisions_option
 def extender(
     config_path: str | None,
     port: int,
@@ -474,6 +496,7 @@ def extender(
     kubeconfig: str | None,
     context: str | None,
     log_format: str,
+    decisions_buffer: int,
 ) -> None:
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
@@ -516,6 +539,10 @@ def extender(
     except ValueError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
+    if decisions_buffer:
+        from harmonic.framework.decisions import DecisionLog
+
+        ext.decisions = DecisionLog(decisions_buffer)
     token = None
     if token_file:
         token = Path(token_file).read_text().strip()

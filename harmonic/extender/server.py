@@ -40,6 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from harmonic.extender import wire
 from harmonic.extender.engine import Extender, ExtenderError
 from harmonic.extender.wire import WireError
+from harmonic.framework.decisions import endpoint as decisions_endpoint
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ DEFAULT_PREFIX = "/scheduler"
 #: nodeCacheCapable: false request; 64 MiB leaves room for larger nodes at Kubernetes' 5,000-node limit.
 DEFAULT_MAX_BODY_BYTES = 64 << 20
 VERBS = ("filter", "prioritize", "preempt", "bind")
+#: Recorded decisions, served when the extender records them (``--decisions-buffer``).
+DECISIONS_PATH = "/debug/decisions"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -109,7 +112,7 @@ class ExtenderApp:
         method: str = scope["method"]
         verb = self._routes.get(path)
         if verb is None:
-            await self._simple(send, path, method)
+            await self._simple(scope, send, path, method)
             return
         if method != "POST":
             await _respond(send, 405, wire.encode_error(f"{path} takes POST"), [(b"allow", b"POST")])
@@ -158,7 +161,10 @@ class ExtenderApp:
         scheme, _, value = header.partition(b" ")
         return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), self._token)
 
-    async def _simple(self, send: Send, path: str, method: str) -> None:
+    async def _simple(self, scope: Scope, send: Send, path: str, method: str) -> None:
+        if path == DECISIONS_PATH and self.extender.decisions is not None:
+            await self._decisions(scope, send, method)
+            return
         if path not in ("/healthz", "/readyz", "/metrics"):
             await _respond(send, 404, wire.encode_error(f"no route {path}"))
             return
@@ -173,6 +179,27 @@ class ExtenderApp:
             await _respond(send, 200 if ready else 503, msg, content_type=b"text/plain")
         else:
             await _respond(send, 200, self.metrics.render(), content_type=CONTENT_TYPE_LATEST.encode())
+
+    async def _decisions(self, scope: Scope, send: Send, method: str) -> None:
+        """The recorded filter / prioritize calls; behind the bearer token when one is configured."""
+        if method not in ("GET", "HEAD"):
+            await _respond(
+                send, 405, wire.encode_error(f"{DECISIONS_PATH} takes GET"), [(b"allow", b"GET, HEAD")]
+            )
+            return
+        if self._token is not None and not self._authorized(
+            dict(scope["headers"]).get(b"authorization", b"")
+        ):
+            await _respond(
+                send,
+                401,
+                wire.encode_error("missing or wrong bearer token"),
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
+        assert self.extender.decisions is not None
+        code, body = decisions_endpoint(self.extender.decisions, scope.get("query_string", b"").decode())
+        await _respond(send, code, body)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:

@@ -31,11 +31,13 @@ The JSON document of one decision (keys in kube-scheduler's wire spelling where 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 import numpy as np
 
@@ -109,7 +111,7 @@ class DecisionTrace:
             "result": self.result,
             "node": self.node,
             "message": self.message,
-            "nodes": {"all": self.all_nodes, "evaluated": self.evaluated, "feasible": int(len(feasible))},
+            "nodes": {"all": self.all_nodes, "evaluated": self.evaluated, "feasible": len(feasible)},
             "preFilter": _status_json(self.pre_filter) if self.pre_filter is not None else None,
             "nominatedNode": (
                 {"node": self.nominated[0], "passed": self.nominated[1]} if self.nominated else None
@@ -234,7 +236,9 @@ class DecisionLog:
     def __len__(self) -> int:
         return len(self._by_pod) if self.per_pod else len(self._ring)
 
-    def documents(self, pod: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    def documents(
+        self, pod: str | None = None, since: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """JSON documents, oldest first: those with an id above ``since`` whose pod key contains
         ``pod``, the newest ``limit`` of them."""
         picked: Iterable[DecisionTrace] = (
@@ -244,3 +248,24 @@ class DecisionLog:
         if limit is not None:
             chosen = chosen[-limit:] if limit > 0 else []
         return [t.to_json() for t in chosen]
+
+
+def endpoint(log: DecisionLog, query: str) -> tuple[int, bytes]:
+    """``GET /debug/decisions?pod=&since=&limit=``: (HTTP status, JSON body). ``pod`` keeps decisions whose
+    ``namespace/name`` contains it, ``since`` those with a larger id (poll with the last id seen), ``limit``
+    the newest that many. A bad parameter is a 400 naming it."""
+    params = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    ints: dict[str, int] = {}
+    for name in ("since", "limit"):
+        if name in params:
+            try:
+                ints[name] = int(params[name])
+            except ValueError:
+                msg = f"/debug/decisions: query parameter {name}: not an integer: {params[name]!r}"
+                return 400, json.dumps({"error": msg}).encode()
+            if ints[name] < 0:
+                msg = f"/debug/decisions: query parameter {name}: must not be negative"
+                return 400, json.dumps({"error": msg}).encode()
+    docs = log.documents(params.get("pod") or None, ints.get("since", 0), ints.get("limit"))
+    body = {"capacity": log.capacity, "recorded": log.total, "decisions": docs}
+    return 200, json.dumps(body, separators=(",", ":")).encode()

@@ -80,7 +80,13 @@ def test_scheduled_pod_records_filters_scores_and_choice():
     ]
     by_node = {n["node"]: n for n in scores["nodes"]}
     # a: cpu (4-2)/4 = 50, memory (4-1)/4 = 75 -> 62; one PreferNoSchedule taint -> raw 1, reversed 0.
-    assert by_node["a"] == {"node": "a", "raw": [62, 1], "normalized": [62, 0], "weighted": [62, 0], "total": 62}
+    assert by_node["a"] == {
+        "node": "a",
+        "raw": [62, 1],
+        "normalized": [62, 0],
+        "weighted": [62, 0],
+        "total": 62,
+    }
     # b: cpu (8-2)/8 = 75, memory 75 -> 75; no taint -> raw 0, reversed 100, weighted 300.
     assert by_node["b"] == {
         "node": "b",
@@ -107,7 +113,9 @@ def test_unschedulable_pod_records_every_rejection_and_preemption_message():
     assert d["node"] is None
     assert d["message"] == h.failure("huge")
     # Go's sort.Strings order of "<count> <reason>".
-    assert d["message"].startswith("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu.")
+    assert d["message"].startswith(
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu."
+    )
     assert {r["node"]: r["plugin"] for r in d["filter"]} == {
         "small": "NodeResourcesFit",
         "tainted": "TaintToleration",
