@@ -132,6 +132,13 @@ def main(verbose: int) -> None:
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
+@click.option(
+    "--record-decisions",
+    is_flag=True,
+    help="Also write OUT/decisions.jsonl (each pod's latest scheduling decision: Filter verdicts and "
+    "Score plugin scores per node) and OUT/graph.json (the affinity graph over time), for `harmonic ui "
+    "--report OUT`.",
+)
 def simulate(
     scenario: str | None,
     configs: tuple[str, ...],
@@ -141,6 +148,7 @@ def simulate(
     seed: int | None,
     no_progress: bool,
     as_json: bool,
+    record_decisions: bool,
 ) -> None:
     """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
@@ -148,6 +156,7 @@ def simulate(
     """
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.explore import DEFAULT_CAPACITY
     from harmonic.sim.report import format_table
     from harmonic.sim.run import prepare
     from harmonic.sim.run import simulate as run_simulation
@@ -168,9 +177,22 @@ def simulate(
     with click.progressbar(
         length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
     ) as bar:
-        outcome = run_simulation(plan, runs, registry, out_dir, lambda _name, n: bar.update(n))
+        outcome = run_simulation(
+            plan,
+            runs,
+            registry,
+            out_dir,
+            lambda _name, n: bar.update(n),
+            record_decisions=DEFAULT_CAPACITY if record_decisions else None,
+        )
     click.echo(format_table(outcome.metrics))
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
+    if record_decisions:
+        click.echo(
+            f"decisions: {out_dir}/decisions.jsonl, graph: {out_dir}/graph.json "
+            f"(explore them: harmonic ui --report {out_dir})",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
 
