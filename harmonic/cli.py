@@ -423,6 +423,77 @@ def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
         sys.exit(1)
 
 
+def _read_token(path: str | None) -> str | None:
+    """The token in ``path`` (stripped); exits 1 naming the file when it is empty."""
+    from pathlib import Path
+
+    if path is None:
+        return None
+    token = Path(path).read_text().strip()
+    if not token:
+        click.echo(f"error: {path}: the token file is empty", err=True)
+        sys.exit(1)
+    return token
+
+
+@main.command()
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    help="Simulation report folder written by `harmonic simulate --record-decisions --out DIR`.",
+)
+@click.option(
+    "--url",
+    help="A running `harmonic run` (its --metrics-port) or `harmonic extender` started with "
+    "--decisions-buffer N, e.g. http://127.0.0.1:10259.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Loopback port.")
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Require this bearer token (read from the file) on every page; open the printed URL to log in.",
+)
+@click.option(
+    "--url-token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Bearer token for --url (an extender started with --token-file).",
+)
+def ui(
+    report_dir: str | None, url: str | None, port: int, token_file: str | None, url_token_file: str | None
+) -> None:
+    """Explore scheduling decisions in the browser: each pod's Filter verdicts and Score plugin scores
+    per node, pending pods by reason, the affinity graph over time, and the simulation's metrics.
+
+    Serves on 127.0.0.1 only. Give exactly one of --report and --url.
+    """
+    from harmonic.ui.app import create_app
+    from harmonic.ui.server import UIServer
+    from harmonic.ui.sources import LiveSource, ReportSource, Source, SourceError
+
+    if (report_dir is None) == (url is None):
+        raise click.UsageError("give exactly one of --report DIR and --url URL")
+    token = _read_token(token_file)
+    source: Source
+    try:
+        source = (
+            ReportSource(report_dir)
+            if report_dir is not None
+            else LiveSource(url or "", _read_token(url_token_file))
+        )
+        source.info()
+    except SourceError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    try:
+        server = UIServer(create_app(source, token), port)
+    except OSError as e:
+        click.echo(f"error: cannot listen on 127.0.0.1:{port}: {e.strerror}", err=True)
+        sys.exit(1)
+    click.echo(f"decision explorer: {server.url}/{'?token=' + token if token else ''}", err=True)
+    server.run()
+
+
 @main.group()
 def config() -> None:
     """Inspect KubeSchedulerConfiguration files."""
@@ -530,7 +601,6 @@ def extender(
     each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
     extender".
     """
-    from pathlib import Path
 
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
@@ -565,12 +635,7 @@ def extender(
         from harmonic.framework.decisions import DecisionLog
 
         ext.decisions = DecisionLog(decisions_buffer)
-    token = None
-    if token_file:
-        token = Path(token_file).read_text().strip()
-        if not token:
-            click.echo(f"error: {token_file}: the token file is empty", err=True)
-            sys.exit(1)
+    token = _read_token(token_file)
     _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))

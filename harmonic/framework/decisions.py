@@ -22,6 +22,7 @@ The JSON document of one decision (keys in kube-scheduler's wire spelling where 
      "nominatedNode": {"node", "passed"} or null (a preemptor's nominated node, tried first),
      "filter": [{"node", "code", "plugin", "reasons"}] one row per node that failed a filter
                (or was left out by PreFilter), nodes in evaluation order,
+     "passed": [nodes that passed every filter (the feasible nodes)],
      "scores": {"plugins": [{"name", "weight"}],
                 "nodes": [{"node", "raw": [...], "normalized": [...], "weighted": [...], "total"}]}
                or null (one entry per plugin in "plugins" order; nodes in evaluation order),
@@ -117,6 +118,7 @@ class DecisionTrace:
                 {"node": self.nominated[0], "passed": self.nominated[1]} if self.nominated else None
             ),
             "filter": self._filter_rows(names),
+            "passed": names[feasible].tolist(),
             "scores": self._score_json(names, feasible),
             "choice": self._choice_json(names, feasible),
             "postFilter": (

@@ -9,6 +9,7 @@
   topology's user rate); ``zones``: node -> zone for every node that existed; and per profile, at every
   metrics sample, which nodes the workloads' running replicas were on (``placement``: workload -> node ->
   replicas) and which nodes had failed.
+- ``pending.json``: per profile, the pods (``namespace/name``) still pending when the run ended.
 
 Recording hooks into a world before it runs: its scheduler gets a ``DecisionLog`` and its metrics
 recorder's ``sample`` is wrapped to take the placement too, so nothing of the engine changes when
@@ -29,6 +30,7 @@ from harmonic.sim.plan import Plan
 DEFAULT_CAPACITY = 20_000
 DECISIONS_FILE = "decisions.jsonl"
 GRAPH_FILE = "graph.json"
+PENDING_FILE = "pending.json"
 
 
 class Exploration:
@@ -40,11 +42,13 @@ class Exploration:
         self.logs: dict[str, DecisionLog] = {}
         self.samples: dict[str, list[dict[str, Any]]] = {}
         self.zones: dict[str, str] = {}
+        self.worlds: dict[str, World] = {}
         self._workloads = {
             topo.workload(s): topo.namespace for topo in plan.topologies for s in topo.services
         }
 
     def attach(self, world: World) -> None:
+        self.worlds[world.profile] = world
         log = self.logs[world.profile] = DecisionLog(self.capacity, per_pod=True)
         world.scheduler.decisions = log
         samples = self.samples[world.profile] = []
@@ -96,3 +100,5 @@ class Exploration:
                     f.write(json.dumps(trace.to_json(), separators=(",", ":")))
                     f.write("\n")
         (out / GRAPH_FILE).write_text(json.dumps(self.graph_document(), separators=(",", ":")))
+        pending = {name: sorted(r.key for r in w.pending()) for name, w in self.worlds.items()}
+        (out / PENDING_FILE).write_text(json.dumps(pending, indent=1))
