@@ -139,7 +139,7 @@ function scoreSection(d) {
     {},
     el("h3", {}, "Score"),
     el("p", { class: "muted" }, "Raw is the plugin's Score; normalized after its NormalizeScore; ×w is weighted by the profile. Click a column to sort by that plugin."),
-    table,
+    el("div", { class: "table-wrap" }, table),
   );
 }
 
