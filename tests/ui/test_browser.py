@@ -27,7 +27,7 @@ def _column(page: Any, header: str) -> list[int]:
 def test_click_a_live_pod_and_see_its_scores(
     page: Any, live_scheduler: tuple[Harness, str], explorer: Callable[..., str]
 ):
-    h, scheduler_url = live_scheduler
+    _, scheduler_url = live_scheduler
     _open(page, explorer(LiveSource(scheduler_url)))
     assert page.locator("#decision-list li").count() == 2
     page.fill("#pod-search", "web")
