@@ -135,7 +135,7 @@ def main(verbose: int) -> None:
 @click.option(
     "--record-decisions",
     is_flag=True,
-    help="Also write OUT/decisions.jsonl (each pod's latest scheduling decision: Filter verdicts and "
+    help="Also write OUT/decisions.msgpack (each pod's latest scheduling decision: Filter verdicts and "
     "Score plugin scores per node) and OUT/graph.json (the affinity graph over time), for `harmonic ui "
     "--report OUT`.",
 )
@@ -189,7 +189,7 @@ def simulate(
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
     if record_decisions:
         click.echo(
-            f"decisions: {out_dir}/decisions.jsonl, graph: {out_dir}/graph.json "
+            f"decisions: {out_dir}/decisions.msgpack, graph: {out_dir}/graph.json "
             f"(explore them: harmonic ui --report {out_dir})",
             err=True,
         )

@@ -6,7 +6,7 @@ nodes evaluated, each Score plugin's raw and normalised scores over the feasible
 choice with its tie-break, and the failure message (kube-scheduler's FitError text) with PostFilter's
 nomination. While scheduling it only keeps references to the numpy arrays the cycle made anyway; the
 per-node rows are built by ``to_json`` when someone reads the decision (``/debug/decisions``, the
-simulator's ``decisions.jsonl``, ``harmonic ui``).
+simulator's ``decisions.msgpack``, ``harmonic ui``).
 
 Nothing here runs unless a ``DecisionLog`` is attached to the scheduler or extender: when recording is
 off, a cycle costs one ``is None`` test more.
@@ -23,9 +23,11 @@ The JSON document of one decision (keys in kube-scheduler's wire spelling where 
      "filter": [{"node", "code", "plugin", "reasons"}] one row per node that failed a filter
                (or was left out by PreFilter), nodes in evaluation order,
      "passed": [nodes that passed every filter (the feasible nodes)],
-     "scores": {"plugins": [{"name", "weight"}],
-                "nodes": [{"node", "raw": [...], "normalized": [...], "weighted": [...], "total"}]}
-               or null (one entry per plugin in "plugins" order; nodes in evaluation order),
+     "scores": {"plugins": [{"name", "weight"}], "nodes": [feasible nodes in evaluation order],
+                "raw": [[per node] per plugin], "normalized": [[...] per plugin],
+                "weighted": [[...] per plugin], "total": [per node]} or null
+               (columns, not rows: a few lists of integers encode many times faster than a dict per
+               node, which matters when a simulation writes tens of thousands of decisions),
      "choice": {"node", "total", "ties": [nodes with the best total], "tieBreak"} or null,
      "postFilter": {"message", "nominatedNode"} or null}
 """
@@ -53,6 +55,7 @@ RESULT_UNSCHEDULABLE = "Unschedulable"
 RESULT_ERROR = "Error"
 RESULT_FILTERED = "Filtered"
 RESULT_PRIORITIZED = "Prioritized"
+_CODE_NAMES = [c.wire_name for c in Code]
 
 
 @dataclass(slots=True)
@@ -100,8 +103,37 @@ class DecisionTrace:
     id: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        return document(self.to_record())
+
+    def to_record(self) -> dict[str, Any]:
+        """The decision in compact form: scalars, node names, and the per-node numbers as the bytes of
+        their numpy arrays (``document`` expands it). Cheap to build and to encode as MessagePack, which
+        is how the simulator writes tens of thousands of them."""
         names = self.names
         feasible = self.feasible if self.feasible is not None else np.zeros(0, dtype=np.int64)
+        failed = []
+        for o in self.outcomes:
+            at = np.flatnonzero(o.codes)
+            if len(at):
+                failed.append(
+                    {
+                        "nodes": names[o.slots[at]].tolist(),
+                        "codes": o.codes[at].astype(np.int8).tobytes(),
+                        "plugins": o.plugin_ids[at].astype(np.int16).tobytes(),
+                        "reasons": o.reason_ids[at].astype(np.int32).tobytes(),
+                        "pluginNames": o.plugin_names,
+                        "reasonTable": [list(r) for r in o.reasons],
+                    }
+                )
+        excluded = None
+        if self.excluded is not None and self.excluded_slots is not None:
+            st = self.excluded[1]
+            excluded = {
+                "nodes": names[self.excluded_slots].tolist(),
+                "code": st.code.wire_name,
+                "plugin": st.plugin,
+                "reasons": list(st.reasons),
+            }
         return {
             "id": self.id,
             "time": round(self.time, 6),
@@ -112,73 +144,30 @@ class DecisionTrace:
             "result": self.result,
             "node": self.node,
             "message": self.message,
-            "nodes": {"all": self.all_nodes, "evaluated": self.evaluated, "feasible": len(feasible)},
+            "all": self.all_nodes,
+            "evaluated": self.evaluated,
             "preFilter": _status_json(self.pre_filter) if self.pre_filter is not None else None,
-            "nominatedNode": (
-                {"node": self.nominated[0], "passed": self.nominated[1]} if self.nominated else None
-            ),
-            "filter": self._filter_rows(names),
+            "nominated": list(self.nominated) if self.nominated else None,
+            "excluded": excluded,
+            "failed": failed,
             "passed": names[feasible].tolist(),
-            "scores": self._score_json(names, feasible),
+            "scores": self._scores(feasible),
             "choice": self._choice_json(names, feasible),
-            "postFilter": (
-                {"message": self.post_filter[0], "nominatedNode": self.post_filter[1]}
-                if self.post_filter is not None
-                else None
-            ),
+            "postFilter": list(self.post_filter) if self.post_filter is not None else None,
         }
 
-    def _filter_rows(self, names: np.ndarray) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        if self.excluded is not None and self.excluded_slots is not None:
-            _, st = self.excluded
-            rows.extend(
-                {"node": n, "code": st.code.wire_name, "plugin": st.plugin, "reasons": list(st.reasons)}
-                for n in names[self.excluded_slots].tolist()
-            )
-        for o in self.outcomes:
-            failed = np.flatnonzero(o.codes)
-            if not len(failed):
-                continue
-            codes = [Code(c).wire_name for c in range(len(Code))]
-            for node, code, pid, rid in zip(
-                names[o.slots[failed]].tolist(),
-                o.codes[failed].tolist(),
-                o.plugin_ids[failed].tolist(),
-                o.reason_ids[failed].tolist(),
-                strict=True,
-            ):
-                rows.append(
-                    {
-                        "node": node,
-                        "code": codes[code],
-                        "plugin": o.plugin_names[pid],
-                        "reasons": list(o.reasons[rid]),
-                    }
-                )
-        return rows
-
-    def _score_json(self, names: np.ndarray, feasible: np.ndarray) -> dict[str, Any] | None:
+    def _scores(self, feasible: np.ndarray) -> dict[str, Any] | None:
         sd, total = self.score, self.total
         if sd is None or total is None or not len(feasible):
             return None
         k = len(sd.plugins)
-        raw = np.stack(sd.raw) if k else np.zeros((0, len(feasible)), dtype=np.int64)
-        norm = np.stack(sd.normalized) if k else raw
-        weighted = norm * np.asarray(sd.weights, dtype=np.int64)[:, None]
-        nodes = [
-            {"node": n, "raw": r, "normalized": m, "weighted": w, "total": t}
-            for n, r, m, w, t in zip(
-                names[feasible].tolist(),
-                raw.T.tolist(),
-                norm.T.tolist(),
-                weighted.T.tolist(),
-                total.tolist(),
-                strict=True,
-            )
-        ]
-        plugins = [{"name": p, "weight": w} for p, w in zip(sd.plugins, sd.weights, strict=True)]
-        return {"plugins": plugins, "nodes": nodes}
+        return {
+            "plugins": sd.plugins,
+            "weights": sd.weights,
+            "raw": np.stack(sd.raw).astype(np.int64).tobytes() if k else b"",
+            "normalized": np.stack(sd.normalized).astype(np.int64).tobytes() if k else b"",
+            "total": total.astype(np.int64).tobytes(),
+        }
 
     def _choice_json(self, names: np.ndarray, feasible: np.ndarray) -> dict[str, Any] | None:
         if self.chosen < 0:
@@ -195,6 +184,57 @@ class DecisionTrace:
             else f"uniform draw among the {len(ties)} nodes with the best total (seeded)"
         )
         return {"node": names[self.chosen], "total": best, "ties": ties, "tieBreak": how}
+
+
+def document(rec: dict[str, Any]) -> dict[str, Any]:
+    """The JSON document (see the module docstring) of a record made by ``DecisionTrace.to_record``."""
+    passed: list[str] = rec["passed"]
+    rows: list[dict[str, Any]] = []
+    ex = rec["excluded"]
+    if ex is not None:
+        rows.extend(
+            {"node": n, "code": ex["code"], "plugin": ex["plugin"], "reasons": ex["reasons"]}
+            for n in ex["nodes"]
+        )
+    for f in rec["failed"]:
+        names, table = f["pluginNames"], f["reasonTable"]
+        rows.extend(
+            {"node": node, "code": _CODE_NAMES[code], "plugin": names[pid], "reasons": table[rid]}
+            for node, code, pid, rid in zip(
+                f["nodes"],
+                np.frombuffer(f["codes"], dtype=np.int8).tolist(),
+                np.frombuffer(f["plugins"], dtype=np.int16).tolist(),
+                np.frombuffer(f["reasons"], dtype=np.int32).tolist(),
+                strict=True,
+            )
+        )
+    scores = None
+    sc = rec["scores"]
+    if sc is not None:
+        shape = (len(sc["plugins"]), len(passed))
+        raw = np.frombuffer(sc["raw"], dtype=np.int64).reshape(shape)
+        norm = np.frombuffer(sc["normalized"], dtype=np.int64).reshape(shape)
+        weighted = norm * np.asarray(sc["weights"], dtype=np.int64)[:, None]
+        scores = {
+            "plugins": [{"name": p, "weight": w} for p, w in zip(sc["plugins"], sc["weights"], strict=True)],
+            "nodes": passed,
+            "raw": raw.tolist(),
+            "normalized": norm.tolist(),
+            "weighted": weighted.tolist(),
+            "total": np.frombuffer(sc["total"], dtype=np.int64).tolist(),
+        }
+    nominated, post = rec["nominated"], rec["postFilter"]
+    return {
+        **{k: rec[k] for k in ("id", "time", "source", "profile", "pod", "uid", "result", "node", "message")},
+        "nodes": {"all": rec["all"], "evaluated": rec["evaluated"], "feasible": len(passed)},
+        "preFilter": rec["preFilter"],
+        "nominatedNode": {"node": nominated[0], "passed": nominated[1]} if nominated else None,
+        "filter": rows,
+        "passed": passed,
+        "scores": scores,
+        "choice": rec["choice"],
+        "postFilter": {"message": post[0], "nominatedNode": post[1]} if post is not None else None,
+    }
 
 
 class DecisionLog:

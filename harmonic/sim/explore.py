@@ -1,9 +1,13 @@
 """What ``harmonic simulate --record-decisions`` adds to the report folder, for ``harmonic ui --report``.
 
-- ``decisions.jsonl``: one JSON document per line (``harmonic.framework.decisions``), the latest
-  scheduling attempt of each pod in each profile's world (``profile`` names the world), for at most
-  ``capacity`` pods per profile (the most recently decided; a pod still pending at the end was retried
-  recently, so it is kept).
+- ``decisions.msgpack``: the latest scheduling attempt of each pod in each profile's world
+  (``profile`` names the world), for at most ``capacity`` pods per profile (the most recently decided;
+  a pod still pending at the end was retried recently, so it is kept). A sequence of records, each a
+  4-byte little-endian length and then that many bytes of MessagePack: the compact record of
+  ``DecisionTrace.to_record`` (per-node numbers as the bytes of little-endian numpy arrays), which
+  ``harmonic.framework.decisions.document`` turns into the same JSON document ``/debug/decisions``
+  serves. Binary because a large simulation writes tens of thousands of decisions of hundreds of
+  nodes each: as JSON, encoding them took longer than a fifth of the simulation.
 - ``graph.json``: the affinity graph over time. ``workloads``: the scenario topologies' services (as
   ``Deployment/<namespace>/<service>``); ``edges``: their traffic (requests/s: edge weight times the
   topology's user rate); ``zones``: node -> zone for every node that existed; and per profile, at every
@@ -19,8 +23,12 @@ recording is off.
 from __future__ import annotations
 
 import json
+import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from harmonic.framework.decisions import DecisionLog
 from harmonic.sim.engine import World
@@ -28,7 +36,8 @@ from harmonic.sim.plan import Plan
 
 #: Pods whose latest decision is kept per profile when no capacity is given.
 DEFAULT_CAPACITY = 20_000
-DECISIONS_FILE = "decisions.jsonl"
+DECISIONS_FILE = "decisions.msgpack"
+_LENGTH = struct.Struct("<I")
 GRAPH_FILE = "graph.json"
 PENDING_FILE = "pending.json"
 
@@ -94,11 +103,29 @@ class Exploration:
     def write(self, out_dir: str | Path) -> None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        with (out / DECISIONS_FILE).open("w") as f:
+        encode = msgspec.msgpack.Encoder().encode
+        with (out / DECISIONS_FILE).open("wb") as f:
             for log in self.logs.values():
                 for trace in log.traces():
-                    f.write(json.dumps(trace.to_json(), separators=(",", ":")))
-                    f.write("\n")
+                    payload = encode(trace.to_record())
+                    f.write(_LENGTH.pack(len(payload)))
+                    f.write(payload)
         (out / GRAPH_FILE).write_text(json.dumps(self.graph_document(), separators=(",", ":")))
         pending = {name: sorted(r.key for r in w.pending()) for name, w in self.worlds.items()}
         (out / PENDING_FILE).write_text(json.dumps(pending, indent=1))
+
+
+def read_records(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(offset of the payload, payload) of every record of a decisions file; ``ValueError`` naming the
+    offset when the file is cut short."""
+    with path.open("rb") as f:
+        offset = 0
+        while head := f.read(_LENGTH.size):
+            if len(head) < _LENGTH.size:
+                raise ValueError(f"truncated record length at byte {offset}")
+            (n,) = _LENGTH.unpack(head)
+            payload = f.read(n)
+            if len(payload) < n:
+                raise ValueError(f"record at byte {offset} is cut short ({len(payload)} of {n} bytes)")
+            yield offset + _LENGTH.size, payload
+            offset += _LENGTH.size + n

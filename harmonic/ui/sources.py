@@ -1,9 +1,9 @@
 """Where ``harmonic ui`` reads decisions from: a simulation report folder, or a running scheduler.
 
 - ``ReportSource``: the folder ``harmonic simulate --record-decisions --out DIR`` wrote
-  (``decisions.jsonl``, ``graph.json``, ``pending.json``, ``metrics.json``, ``report.html``). The
-  decisions file is indexed once (byte offset and summary of each line); a decision's whole document is
-  read from disk when asked for, so large runs do not sit in memory.
+  (``decisions.msgpack``, ``graph.json``, ``pending.json``, ``metrics.json``, ``report.html``). The
+  decisions file is indexed once (byte offset and summary of each record); a decision's whole document
+  is read from disk when asked for, so large runs do not sit in memory.
 - ``LiveSource``: the ``/debug/decisions`` endpoint of ``harmonic run`` or ``harmonic extender``
   (``--decisions-buffer N``). Each read polls it for the decisions after the last id seen and keeps the
   newest ``keep`` of them, so the explorer remembers more than one poll's worth.
@@ -23,13 +23,28 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
+import msgspec
 
-from harmonic.sim.explore import DECISIONS_FILE, GRAPH_FILE, PENDING_FILE
+from harmonic.framework.decisions import document
+from harmonic.sim.explore import DECISIONS_FILE, GRAPH_FILE, PENDING_FILE, read_records
 
 METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.html"
 PLACED = ("Scheduled", "Filtered", "Prioritized")
-SUMMARY_KEYS = ("id", "time", "source", "profile", "pod", "result", "node", "message")
+SUMMARY_KEYS = ("id", "time", "source", "profile", "pod", "uid", "result", "node", "message")
+
+
+class _Summary(msgspec.Struct):
+    """The fields of a record the index keeps (decoding only these skips the per-node data)."""
+
+    time: float
+    source: str
+    profile: str
+    pod: str
+    uid: str
+    result: str
+    node: str | None
+    message: str
 
 
 class SourceError(RuntimeError):
@@ -101,20 +116,20 @@ class ReportSource:
         self._path = path
         self._entries: dict[int, _Entry] = {}
         self._latest: dict[tuple[str, str], int] = {}
-        offset = 0
-        with path.open("rb") as f:
-            for n, line in enumerate(f, 1):
-                try:
-                    doc = json.loads(line)
-                    doc["id"] = n
-                    s = summary(doc)
-                    key = (str(doc["profile"]), str(doc["uid"]))
-                except (ValueError, KeyError, TypeError) as e:
-                    raise SourceError(f"{path}: line {n}: not a decision document ({e})") from None
-                self._entries[n] = _Entry(offset, len(line), s)
-                self._latest[key] = n
-                offset += len(line)
-        # Each profile's log numbers its decisions from 1: here a decision is known by its line number,
+        decode = msgspec.msgpack.Decoder(_Summary).decode
+        n = 0
+        try:
+            for offset, payload in read_records(path):
+                n += 1
+                rec = decode(payload)
+                s = {"id": n, **msgspec.structs.asdict(rec)}
+                self._entries[n] = _Entry(offset, len(payload), s)
+                self._latest[(rec.profile, rec.uid)] = n
+        except msgspec.DecodeError as e:
+            raise SourceError(f"{path}: record {n}: not a decision record ({e})") from None
+        except ValueError as e:
+            raise SourceError(f"{path}: {e}") from None
+        # Each profile's log numbers its decisions from 1: here a decision is known by its record number,
         # and listed in the order of virtual time.
         self._order = sorted(self._entries, key=lambda i: (self._entries[i].summary["time"], i))
         self._pending = self._load_json(PENDING_FILE) or {}
@@ -152,9 +167,9 @@ class ReportSource:
             return None
         with self._path.open("rb") as f:
             f.seek(e.offset)
-            doc: dict[str, Any] = json.loads(f.read(e.length))
-        doc["id"] = decision_id
-        return doc
+            rec: dict[str, Any] = msgspec.msgpack.decode(f.read(e.length))
+        rec["id"] = decision_id
+        return document(rec)
 
     def pending(self) -> list[dict[str, Any]]:
         """Pods pending when the simulation ended, by their latest decision."""

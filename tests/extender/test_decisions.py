@@ -36,10 +36,11 @@ def test_filter_and_prioritize_are_recorded_and_served():
     }
     assert (prio["source"], prio["result"]) == ("extender/prioritize", "Prioritized")
     assert [p["name"] for p in prio["scores"]["plugins"]] == ["TaintToleration", "NodeResourcesFit"]
-    assert sorted(n["node"] for n in prio["scores"]["nodes"]) == sorted([N1, N2, N3])
-    for n in prio["scores"]["nodes"]:
-        assert n["total"] == sum(n["weighted"])
-        assert n["weighted"] == [n["normalized"][0] * 3, n["normalized"][1] * 1]
+    scores = prio["scores"]
+    assert scores["nodes"] == [N1, N2, N3]
+    taint, fit = scores["normalized"]
+    assert scores["weighted"] == [[3 * v for v in taint], fit]
+    assert scores["total"] == [3 * t + f for t, f in zip(taint, fit, strict=True)]
 
 
 def test_not_served_unless_recording():

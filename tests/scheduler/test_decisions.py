@@ -78,23 +78,13 @@ def test_scheduled_pod_records_filters_scores_and_choice():
         {"name": "NodeResourcesFit", "weight": 1},
         {"name": "TaintToleration", "weight": 3},
     ]
-    by_node = {n["node"]: n for n in scores["nodes"]}
+    assert scores["nodes"] == ["a", "b"]  # evaluation order
     # a: cpu (4-2)/4 = 50, memory (4-1)/4 = 75 -> 62; one PreferNoSchedule taint -> raw 1, reversed 0.
-    assert by_node["a"] == {
-        "node": "a",
-        "raw": [62, 1],
-        "normalized": [62, 0],
-        "weighted": [62, 0],
-        "total": 62,
-    }
     # b: cpu (8-2)/8 = 75, memory 75 -> 75; no taint -> raw 0, reversed 100, weighted 300.
-    assert by_node["b"] == {
-        "node": "b",
-        "raw": [75, 0],
-        "normalized": [75, 100],
-        "weighted": [75, 300],
-        "total": 375,
-    }
+    assert scores["raw"] == [[62, 75], [1, 0]]
+    assert scores["normalized"] == [[62, 75], [0, 100]]
+    assert scores["weighted"] == [[62, 75], [0, 300]]
+    assert scores["total"] == [62, 375]
     assert d["choice"] == {
         "node": "b",
         "total": 375,

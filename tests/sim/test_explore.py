@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from harmonic.framework.decisions import document
 from harmonic.plugins.registry import default_registry
+from harmonic.sim.explore import read_records
 from harmonic.sim.profiles import profile_runs
 from harmonic.sim.run import simulate
 
@@ -41,7 +44,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _lines(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    return [document(msgspec.msgpack.decode(p)) for _, p in read_records(out / "decisions.msgpack")]
 
 
 def test_latest_decision_of_every_pod_per_profile(out: Path):
@@ -83,7 +86,7 @@ def test_graph_has_the_topology_edges_and_the_placement_over_time(out: Path):
     assert got == pytest.approx(expected)
     assert graph["zones"] == {"n-0": "a", "n-1": "b", "n-2": "c"}
     metrics = json.loads((out / "metrics.json").read_text())
-    for profile, samples in graph["profiles"].items():
+    for samples in graph["profiles"].values():
         last = samples[-1]
         assert last["time"] == 600
         replicas = sum(n for on in last["placement"].values() for n in on.values())

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from harmonic.cli import main
 from harmonic.extender.server import ServerSettings
 from harmonic.framework.decisions import DecisionLog
+from harmonic.sim.explore import read_records
 from harmonic.testing.harness import Harness
 from harmonic.ui.sources import LiveSource, ReportSource, SourceError, pending_groups
 from tests.extender.conftest import Client, fixture, running
@@ -29,8 +32,8 @@ def test_report_api(report_dir: Path, explorer: Callable[..., str]):
     info = _get(f"{url}/api/info").json()
     assert info["mode"] == "report" and info["profiles"] == ["default-scheduler", "bin-packing"]
     assert info["graph"] is True and info["report"] is True
-    lines = (report_dir / "decisions.jsonl").read_text().splitlines()
-    assert info["decisions"] == len(lines)
+    records = list(read_records(report_dir / "decisions.msgpack"))
+    assert info["decisions"] == len(records)
     rows = _get(f"{url}/api/decisions", params={"q": "huge", "profile": "bin-packing"}).json()
     assert [(r["profile"], r["result"]) for r in rows] == [("bin-packing", "Unschedulable")]
     doc = _get(f"{url}/api/decisions/{rows[0]['id']}").json()
@@ -39,7 +42,7 @@ def test_report_api(report_dir: Path, explorer: Callable[..., str]):
     times = [r["time"] for r in everything]
     assert times == sorted(times, reverse=True)  # newest first
     assert _get(f"{url}/api/decisions/x").status_code == 400
-    missing = _get(f"{url}/api/decisions/{len(lines) + 1}")
+    missing = _get(f"{url}/api/decisions/{len(records) + 1}")
     assert missing.status_code == 404 and "no decision" in missing.json()["error"]
     assert "<title>Harmonic simulation: test</title>" in _get(f"{url}/report/").text
 
@@ -97,16 +100,33 @@ def test_report_source_errors_name_the_file(tmp_path: Path):
     with pytest.raises(SourceError, match="no such report folder"):
         ReportSource(tmp_path / "nope")
     with pytest.raises(
-        SourceError, match=r"decisions.jsonl: not found; run harmonic simulate --record-decisions"
+        SourceError, match=r"decisions.msgpack: not found; run harmonic simulate --record-decisions"
     ):
         ReportSource(tmp_path)
-    (tmp_path / "decisions.jsonl").write_text(
-        '{"profile": "p", "uid": "u", "pod": "ns/p", "time": 0}\nnot json\n'
+    good = msgspec.msgpack.encode(
+        {
+            "time": 0.0,
+            "source": "scheduler",
+            "profile": "p",
+            "pod": "ns/p",
+            "uid": "u",
+            "result": "Scheduled",
+            "node": "n",
+            "message": "",
+        }
     )
-    with pytest.raises(SourceError, match=r"decisions.jsonl: line 2: not a decision document"):
+    bad = msgspec.msgpack.encode({"uid": "u"})
+    path = tmp_path / "decisions.msgpack"
+    path.write_bytes(struct.pack("<I", len(good)) + good + struct.pack("<I", len(bad)) + bad)
+    with pytest.raises(
+        SourceError,
+        match=r"decisions.msgpack: record 2: not a decision record \(Object missing required field `time`\)",
+    ):
         ReportSource(tmp_path)
-    (tmp_path / "decisions.jsonl").write_text('{"uid": "u"}\n')
-    with pytest.raises(SourceError, match=r"decisions.jsonl: line 1: not a decision document \('profile'\)"):
+    path.write_bytes(struct.pack("<I", len(good)) + good + struct.pack("<I", 100) + b"xx")
+    with pytest.raises(
+        SourceError, match=r"decisions.msgpack: record at byte \d+ is cut short \(2 of 100 bytes\)"
+    ):
         ReportSource(tmp_path)
 
 
@@ -163,7 +183,7 @@ def test_cli_needs_one_source_and_names_a_bad_one(tmp_path: Path):
     assert r.exit_code == 1
     assert (
         r.output
-        == f"error: {tmp_path / 'decisions.jsonl'}: not found; run harmonic simulate --record-decisions --out {tmp_path} first\n"
+        == f"error: {tmp_path / 'decisions.msgpack'}: not found; run harmonic simulate --record-decisions --out {tmp_path} first\n"
     )
     r = CliRunner().invoke(main, ["ui", "--url", "http://127.0.0.1:9"])
     assert r.exit_code == 1 and r.output.startswith("error: http://127.0.0.1:9/debug/decisions:")

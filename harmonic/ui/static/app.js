@@ -31,11 +31,10 @@ const state = { info: null, summaries: [], selected: null, graph: null, cy: null
 function show(view) {
   for (const b of document.querySelectorAll(".tab")) b.classList.toggle("active", b.dataset.view === view);
   for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== `view-${view}`;
-  if (!state.views[view]) {
-    state.views[view] = true;
-    ({ decisions: loadDecisions, pending: loadPending, graph: loadGraph, metrics: loadMetrics })[view]();
-  }
   if (view === "graph" && state.cy) state.cy.resize();
+  if (state.views[view]) return Promise.resolve();
+  state.views[view] = true;
+  return Promise.resolve(({ decisions: loadDecisions, pending: loadPending, graph: loadGraph, metrics: loadMetrics })[view]());
 }
 
 // ------------------------------------------------------------------ decisions
@@ -124,13 +123,14 @@ function scoreSection(d) {
     head.push(el("th", { "data-sort-method": "number", title: `normalized × weight ${p.weight}` }, `${p.name} ×${p.weight}`));
   }
   const ties = new Set(d.choice ? d.choice.ties : []);
-  const body = d.scores.nodes.map((n) => {
-    const cells = [el("td", {}, n.node), el("td", { class: "num" }, n.total)];
+  const s = d.scores;  // columns: s.raw[plugin][node], ...
+  const body = s.nodes.map((node, j) => {
+    const cells = [el("td", {}, node), el("td", { class: "num" }, s.total[j])];
     plugins.forEach((_, i) => {
-      cells.push(el("td", { class: "num" }, n.raw[i]), el("td", { class: "num" }, n.normalized[i]), el("td", { class: "num" }, n.weighted[i]));
+      cells.push(el("td", { class: "num" }, s.raw[i][j]), el("td", { class: "num" }, s.normalized[i][j]), el("td", { class: "num" }, s.weighted[i][j]));
     });
-    const cls = d.choice && n.node === d.choice.node ? "chosen" : ties.has(n.node) ? "tie" : "";
-    return el("tr", { "data-node": n.node, class: cls }, cells);
+    const cls = d.choice && node === d.choice.node ? "chosen" : ties.has(node) ? "tie" : "";
+    return el("tr", { "data-node": node, class: cls }, cells);
   });
   const table = el("table", { id: "score-table" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, body));
   new Tablesort(table, { descending: true });
@@ -301,7 +301,7 @@ async function start() {
   $("#profile-select").addEventListener("change", loadDecisions);
   $("#refresh").addEventListener("click", () => { loadDecisions(); if (state.views.pending) loadPending(); });
   $("#pending-filter").addEventListener("input", renderPending);
-  show("decisions");
+  await show("decisions");
   document.body.dataset.ready = "true";
 }
 
