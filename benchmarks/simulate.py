@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 from harmonic.plugins.registry import default_registry
-from harmonic.sim.explore import DEFAULT_CAPACITY
 from harmonic.sim.plan import build_plan
 from harmonic.sim.profiles import profile_runs
 from harmonic.sim.report import write_report
@@ -173,15 +173,15 @@ def main() -> int:
     t_plan = time.perf_counter() - t0
     cpu0 = time.process_time()
     outcome = simulate(
-        plan, runs, registry, record_decisions=DEFAULT_CAPACITY if args.record_decisions else None
+        plan, runs, registry, record_decisions=DEFAULT_PODS_KEPT if args.record_decisions else None
     )
     cpu = time.process_time() - cpu0
-    t_write = 0.0
+    t_write = cpu_write = 0.0
     if outcome.exploration is not None:
-        w0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory() as tmp:
             outcome.exploration.write(args.out or tmp)
-        t_write = time.perf_counter() - w0
+        t_write, cpu_write = time.perf_counter() - w0, time.process_time() - c0
     if args.out:
         write_report(args.out, plan, outcome.worlds)
     total = time.perf_counter() - t0
@@ -191,6 +191,7 @@ def main() -> int:
         "simulation_cpu_seconds": round(cpu, 2),
         "record_decisions": args.record_decisions,
         "decisions_write_seconds": round(t_write, 2),
+        "decisions_write_cpu_seconds": round(cpu_write, 2),
         "total_seconds": round(total, 2),
     }
     print(
@@ -215,7 +216,7 @@ def main() -> int:
     print(f"simulation CPU time: {cpu:.1f} s")
     if outcome.exploration is not None:
         kept = sum(len(log) for log in outcome.exploration.logs.values())
-        print(f"decisions recorded: {kept:,} kept; written in {t_write:.1f} s wall")
+        print(f"decisions recorded: {kept:,} kept; written in {t_write:.1f} s wall, {cpu_write:.1f} s CPU")
     print(f"total wall time: {total:.1f} s")
     if args.json:
         print(json.dumps(result))

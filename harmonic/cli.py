@@ -12,6 +12,7 @@ import click
 
 from harmonic import __version__
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
+from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
@@ -134,10 +135,15 @@ def main(verbose: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
 @click.option(
     "--record-decisions",
-    is_flag=True,
+    type=click.IntRange(min=1),
+    is_flag=False,
+    flag_value=DEFAULT_PODS_KEPT,
+    default=None,
+    metavar="[=PODS]",
     help="Also write OUT/decisions.msgpack (each pod's latest scheduling decision: Filter verdicts and "
-    "Score plugin scores per node) and OUT/graph.json (the affinity graph over time), for `harmonic ui "
-    "--report OUT`.",
+    f"Score plugin scores per node; for the last {DEFAULT_PODS_KEPT:,} pods decided per profile unless "
+    "=PODS says otherwise), OUT/pending.json and OUT/graph.json (the affinity graph over time), for "
+    "`harmonic ui --report OUT`.",
 )
 def simulate(
     scenario: str | None,
@@ -148,7 +154,7 @@ def simulate(
     seed: int | None,
     no_progress: bool,
     as_json: bool,
-    record_decisions: bool,
+    record_decisions: int | None,
 ) -> None:
     """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
@@ -156,7 +162,6 @@ def simulate(
     """
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
-    from harmonic.sim.explore import DEFAULT_CAPACITY
     from harmonic.sim.report import format_table
     from harmonic.sim.run import prepare
     from harmonic.sim.run import simulate as run_simulation
@@ -183,7 +188,7 @@ def simulate(
             registry,
             out_dir,
             lambda _name, n: bar.update(n),
-            record_decisions=DEFAULT_CAPACITY if record_decisions else None,
+            record_decisions=record_decisions,
         )
     click.echo(format_table(outcome.metrics))
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)

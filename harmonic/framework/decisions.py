@@ -49,6 +49,9 @@ from harmonic.framework.status import Code, Status
 
 #: Default size of the live ring buffer (``--decisions-buffer``).
 DEFAULT_BUFFER = 1000
+#: Pods per profile whose latest decision a simulation keeps by default (``--record-decisions``).
+#: Bounded because a kept decision holds its per-node arrays (about 40 KB with 1,000 nodes).
+DEFAULT_PODS_KEPT = 5000
 
 RESULT_SCHEDULED = "Scheduled"
 RESULT_UNSCHEDULABLE = "Unschedulable"

@@ -30,12 +30,10 @@ from typing import Any
 
 import msgspec
 
-from harmonic.framework.decisions import DecisionLog
+from harmonic.framework.decisions import DEFAULT_PODS_KEPT, DecisionLog
 from harmonic.sim.engine import World
 from harmonic.sim.plan import Plan
 
-#: Pods whose latest decision is kept per profile when no capacity is given.
-DEFAULT_CAPACITY = 20_000
 DECISIONS_FILE = "decisions.msgpack"
 _LENGTH = struct.Struct("<I")
 GRAPH_FILE = "graph.json"
@@ -45,7 +43,7 @@ PENDING_FILE = "pending.json"
 class Exploration:
     """Records the decisions and the placement timeline of every world it is attached to."""
 
-    def __init__(self, plan: Plan, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, plan: Plan, capacity: int = DEFAULT_PODS_KEPT) -> None:
         self.plan = plan
         self.capacity = capacity
         self.logs: dict[str, DecisionLog] = {}

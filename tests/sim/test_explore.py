@@ -95,3 +95,26 @@ def test_graph_has_the_topology_edges_and_the_placement_over_time(out: Path):
         # One placement per metrics sample: every sampleInterval from 0, and the end.
         step = metrics["scenario"]["sample_interval_seconds"]
         assert [s["time"] for s in samples] == [*range(0, 600, int(step)), 600]
+
+
+def test_simulate_command_records_decisions(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from harmonic.cli import main
+
+    sc = scenario([objects(deployment("web", 3)), objects(deployment("huge", 1, cpu="64"))], duration=60)
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(sc))
+    out = tmp_path / "out"
+    args = ["simulate", str(path), "--out", str(out), "--record-decisions", "--no-progress"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert f"explore them: harmonic ui --report {out}" in r.output
+    docs = _lines(out)
+    assert len(docs) == 4 * 3  # four pods, three profiles (default and the bundled ones)
+    r = CliRunner().invoke(main, [*args[:-2], "--record-decisions=2", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert len(_lines(out)) == 2 * 3
+    assert not (tmp_path / "plain").exists()
+    r = CliRunner().invoke(main, [*args[:3], str(tmp_path / "plain"), "--no-progress"])
+    assert r.exit_code == 0 and not (tmp_path / "plain" / "decisions.msgpack").exists()
