@@ -186,3 +186,49 @@ def test_not_recording_by_default():
 def test_capacity_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         DecisionLog(0)
+
+
+def test_nodes_left_out_by_a_prefilter_result_are_listed():
+    """NodeAffinity's PreFilter narrows a metadata.name matchFields term to that node: the others are
+    not evaluated, and show the status kube-scheduler gives them."""
+    h = _recording()
+    h.add_nodes([node(n).obj() for n in ("x", "y", "z")])
+    manifest = pod("pinned").obj()
+    manifest["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["y"]}]}
+                ]
+            }
+        }
+    }
+    h.add_pods([manifest])
+    h.schedule()
+    (d,) = h.scheduler.decisions.documents()  # type: ignore[union-attr]
+    assert (d["result"], d["node"]) == ("Scheduled", "y")
+    assert d["nodes"] == {"all": 3, "evaluated": 1, "feasible": 1}
+    assert sorted(r["node"] for r in d["filter"]) == ["x", "z"]
+    assert {(r["code"], tuple(r["reasons"])) for r in d["filter"]} == {
+        ("UnschedulableAndUnresolvable", ("node(s) didn't satisfy plugin(s) [NodeAffinity]",))
+    }
+    assert d["passed"] == ["y"]
+    assert d["choice"] == {"node": "y", "total": None, "ties": ["y"], "tieBreak": "the only feasible node"}
+
+
+def test_preemption_nominates_and_the_next_attempt_tries_the_nominated_node_first():
+    h = _recording()
+    h.add_nodes([node("n").cap(cpu="2").obj()])
+    h.add_pods([pod("low").priority(0).req(cpu="2").obj()])
+    h.schedule()
+    h.add_pods([pod("high").priority(100).req(cpu="2").obj()])
+    h.settle(30)
+    assert h.placement() == {"default/high": "n"}
+    log = h.scheduler.decisions
+    assert log is not None
+    first, *_, last = log.documents(pod="default/high")
+    assert first["result"] == "Unschedulable"
+    assert first["postFilter"] == {"message": "", "nominatedNode": "n"}
+    assert last["result"] == "Scheduled"
+    assert last["nominatedNode"] == {"node": "n", "passed": True}
+    assert last["choice"]["tieBreak"] == "the nominated node passed every filter"
