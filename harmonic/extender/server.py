@@ -25,7 +25,6 @@ import asyncio
 import hmac
 import logging
 import signal
-import socket
 import ssl
 import threading
 import time
@@ -41,6 +40,7 @@ from harmonic.extender import wire
 from harmonic.extender.engine import Extender, ExtenderError
 from harmonic.extender.wire import WireError
 from harmonic.framework.decisions import endpoint as decisions_endpoint
+from harmonic.serving import ServerThread, listening_socket
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -246,8 +246,10 @@ def _ignore_signal(signum: int, frame: FrameType | None) -> None:
     return None
 
 
-class ExtenderServer:
+class ExtenderServer(ServerThread):
     """uvicorn serving an ``ExtenderApp`` on ``bind:port`` (0 picks a free port)."""
+
+    thread_name = "extender-http"
 
     def __init__(
         self,
@@ -259,12 +261,7 @@ class ExtenderServer:
     ) -> None:
         self.app = app
         self.tls = tls
-        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((bind, port))
-        # Listening at once: connections made before uvicorn runs wait in the backlog, not refused.
-        self._sock.listen(2048)
+        self._sock = listening_socket(bind, port)
         self.host = bind
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(
@@ -284,7 +281,6 @@ class ExtenderServer:
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca_file else ssl.CERT_NONE,
         )
         self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -306,19 +302,3 @@ class ExtenderServer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-    def start(self) -> None:
-        """Serve on a background thread (tests, benchmarks); returns once accepting connections."""
-        self._thread = threading.Thread(target=self.run, name="extender-http", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("extender server did not start")
-            time.sleep(0.005)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()

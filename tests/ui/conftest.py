@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from harmonic.testing.harness import Harness
 from harmonic.ui.app import create_app
 from harmonic.ui.server import UIServer
 from harmonic.ui.sources import LiveSource, ReportSource, Source
+from tests.chromium import chromium
 from tests.scheduler.test_decisions import TWO_SCORERS
 from tests.sim.helpers import deployment, objects, plan_of, scenario
 
@@ -98,22 +97,13 @@ def report_explorer(report_dir: Path, explorer: Callable[..., str]) -> str:
     return explorer(ReportSource(report_dir))
 
 
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed: `make test` installs it (scripts/test-deps.sh)")
-        pytest.skip("chromium is not installed and could not be (run scripts/test-deps.sh as root)")
-    return exe
-
-
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """The system's Chromium, headless, driven by Playwright (no browser download)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
         try:
             yield b
         finally:
