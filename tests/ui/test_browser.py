@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harmonic.testing.harness import Harness
 from harmonic.ui.sources import LiveSource, ReportSource
 
@@ -24,11 +26,15 @@ def _column(page: Any, header: str) -> list[int]:
     return [int(t) for t in page.locator(f"#score-table tbody tr td:nth-child({i + 1})").all_inner_texts()]
 
 
-def test_click_a_live_pod_and_see_its_scores(
-    page: Any, live_scheduler: tuple[Harness, str], explorer: Callable[..., str]
-):
-    _, scheduler_url = live_scheduler
-    _open(page, explorer(LiveSource(scheduler_url)))
+@pytest.fixture
+def live_page(page: Any, live_scheduler: tuple[Harness, str], explorer: Callable[..., str]) -> Any:
+    """The explorer open on the live scheduler's decisions."""
+    _open(page, explorer(LiveSource(live_scheduler[1])))
+    return page
+
+
+def test_click_a_live_pod_and_see_its_scores(live_page: Any):
+    page = live_page
     assert page.locator("#decision-list li").count() == 2
     page.fill("#pod-search", "web")
     assert page.locator("#decision-list li").count() == 1
@@ -59,11 +65,8 @@ def test_click_a_live_pod_and_see_its_scores(
     }
 
 
-def test_sort_scores_by_a_plugin(
-    page: Any, live_scheduler: tuple[Harness, str], explorer: Callable[..., str]
-):
-    _, scheduler_url = live_scheduler
-    _open(page, explorer(LiveSource(scheduler_url)))
+def test_sort_scores_by_a_plugin(live_page: Any):
+    page = live_page
     page.click("#decision-list li >> text=default/web")
     page.wait_for_selector("#score-table")
     assert _column(page, "Total") == [375, 62]  # best first
@@ -74,11 +77,8 @@ def test_sort_scores_by_a_plugin(
     assert sorted([first, second]) == [[62, 75], [75, 62]]
 
 
-def test_pending_live_pod_grouped_by_reason(
-    page: Any, live_scheduler: tuple[Harness, str], explorer: Callable[..., str]
-):
-    _, scheduler_url = live_scheduler
-    _open(page, explorer(LiveSource(scheduler_url)))
+def test_pending_live_pod_grouped_by_reason(live_page: Any):
+    page = live_page
     page.click("button.tab[data-view=pending]")
     page.wait_for_selector("details.group")
     reasons = page.locator("details.group").evaluate_all("els => els.map(e => e.dataset.reason)")
