@@ -187,3 +187,39 @@ def test_cli_needs_one_source_and_names_a_bad_one(tmp_path: Path):
     )
     r = CliRunner().invoke(main, ["ui", "--url", "http://127.0.0.1:9"])
     assert r.exit_code == 1 and r.output.startswith("error: http://127.0.0.1:9/debug/decisions:")
+
+
+def test_ui_command_serves_on_loopback_and_prints_its_url(report_dir: Path, tmp_path: Path):
+    import subprocess
+    import sys
+
+    token = tmp_path / "token"
+    token.write_text("t0k3n\n")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harmonic",
+            "ui",
+            "--report",
+            str(report_dir),
+            "--port",
+            "0",
+            "--token-file",
+            str(token),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("decision explorer: http://127.0.0.1:") and line.rstrip().endswith(
+            "/?token=t0k3n"
+        )
+        base = line.split(": ", 1)[1].split("/?", 1)[0]
+        assert _get(f"{base}/api/info", headers={"Authorization": "Bearer t0k3n"}).json()["mode"] == "report"
+        assert _get(f"{base}/api/info").status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
