@@ -4,9 +4,10 @@ A ``DecisionTrace`` is filled in while one scheduling cycle (or one extender fil
 runs: the PreFilter status and the nodes a PreFilter result left out, every Filter outcome over the
 nodes evaluated, each Score plugin's raw and normalised scores over the feasible nodes, the final
 choice with its tie-break, and the failure message (kube-scheduler's FitError text) with PostFilter's
-nomination. While scheduling it only keeps references to the numpy arrays the cycle made anyway; the
-per-node rows are built by ``to_json`` when someone reads the decision (``/debug/decisions``, the
-simulator's ``decisions.msgpack``, ``harmonic ui``).
+nomination. While scheduling it only keeps references to the numpy arrays the cycle made anyway (the raw
+scores are copied, as NormalizeScore may rewrite them); the per-node data is built when the decision is
+read: ``to_json`` for ``/debug/decisions`` and ``harmonic ui``, ``to_record`` (compact, numpy bytes)
+for the simulator's ``decisions.msgpack``, which ``document`` turns into the same JSON.
 
 Nothing here runs unless a ``DecisionLog`` is attached to the scheduler or extender: when recording is
 off, a cycle costs one ``is None`` test more.
@@ -26,8 +27,8 @@ The JSON document of one decision (keys in kube-scheduler's wire spelling where 
      "scores": {"plugins": [{"name", "weight"}], "nodes": [feasible nodes in evaluation order],
                 "raw": [[per node] per plugin], "normalized": [[...] per plugin],
                 "weighted": [[...] per plugin], "total": [per node]} or null
-               (columns, not rows: a few lists of integers encode many times faster than a dict per
-               node, which matters when a simulation writes tens of thousands of decisions),
+               (columns, not a dict per node: a few lists of integers are far cheaper to build and
+               to encode when decisions have hundreds of nodes),
      "choice": {"node", "total", "ties": [nodes with the best total], "tieBreak"} or null,
      "postFilter": {"message", "nominatedNode"} or null}
 """
