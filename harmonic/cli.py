@@ -12,6 +12,7 @@ import click
 
 from harmonic import __version__
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
+from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
@@ -40,6 +41,18 @@ def _cluster_options(f: F) -> F:
         default=None,
         help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
         "service account, else $KUBECONFIG or ~/.kube/config.",
+    )(f)
+
+
+def _decisions_option(f: F) -> F:
+    return click.option(
+        "--decisions-buffer",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="N",
+        help="Record the last N scheduling decisions (every Filter verdict and Score per node) and serve "
+        "them at GET /debug/decisions, for `harmonic ui --url`. 0: not recorded.",
     )(f)
 
 
@@ -120,6 +133,18 @@ def main(verbose: int) -> None:
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
+@click.option(
+    "--record-decisions",
+    type=click.IntRange(min=1),
+    is_flag=False,
+    flag_value=DEFAULT_PODS_KEPT,
+    default=None,
+    metavar="[=PODS]",
+    help="Also write OUT/decisions.msgpack (each pod's latest scheduling decision: Filter verdicts and "
+    f"Score plugin scores per node; for the last {DEFAULT_PODS_KEPT:,} pods decided per profile unless "
+    "=PODS says otherwise), OUT/pending.json and OUT/graph.json (the affinity graph over time), for "
+    "`harmonic ui --report OUT`.",
+)
 def simulate(
     scenario: str | None,
     configs: tuple[str, ...],
@@ -129,6 +154,7 @@ def simulate(
     seed: int | None,
     no_progress: bool,
     as_json: bool,
+    record_decisions: int | None,
 ) -> None:
     """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
@@ -156,9 +182,22 @@ def simulate(
     with click.progressbar(
         length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
     ) as bar:
-        outcome = run_simulation(plan, runs, registry, out_dir, lambda _name, n: bar.update(n))
+        outcome = run_simulation(
+            plan,
+            runs,
+            registry,
+            out_dir,
+            lambda _name, n: bar.update(n),
+            record_decisions=record_decisions,
+        )
     click.echo(format_table(outcome.metrics))
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
+    if record_decisions:
+        click.echo(
+            f"decisions: {out_dir}/decisions.msgpack, graph: {out_dir}/graph.json "
+            f"(explore them: harmonic ui --report {out_dir})",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
 
@@ -296,6 +335,7 @@ def graph(
     default=None,
     help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
 )
+@_decisions_option
 def run(
     config_path: str,
     kubeconfig: str | None,
@@ -305,6 +345,7 @@ def run(
     identity: str | None,
     log_format: str,
     sync_timeout: float | None,
+    decisions_buffer: int,
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
@@ -316,8 +357,10 @@ def run(
     """
     import signal
 
-    from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.health import HealthServer, Route
     from harmonic.cluster.kube import LiveScheduler, tune_process
+    from harmonic.framework.decisions import DecisionLog
+    from harmonic.framework.decisions import endpoint as decisions_endpoint
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.metrics import exposition as signals_exposition
 
@@ -340,6 +383,10 @@ def run(
     assert transport is not None
     tune_process()
     live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    routes: dict[str, Route] = {}
+    if decisions_buffer:
+        decisions = live.scheduler.decisions = DecisionLog(decisions_buffer)
+        routes["/debug/decisions"] = lambda q: (*decisions_endpoint(decisions, q), "application/json")
     server = None
     if metrics_port:
         try:
@@ -349,6 +396,7 @@ def run(
                 lambda: live.metrics.exposition() + signals_exposition(),
                 live.health_checks(),
                 live.ready_checks(),
+                routes,
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
@@ -378,6 +426,77 @@ def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
     except (ConfigError, OSError, ValueError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
+
+
+def _read_token(path: str | None) -> str | None:
+    """The token in ``path`` (stripped); exits 1 naming the file when it is empty."""
+    from pathlib import Path
+
+    if path is None:
+        return None
+    token = Path(path).read_text().strip()
+    if not token:
+        click.echo(f"error: {path}: the token file is empty", err=True)
+        sys.exit(1)
+    return token
+
+
+@main.command()
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    help="Simulation report folder written by `harmonic simulate --record-decisions --out DIR`.",
+)
+@click.option(
+    "--url",
+    help="A running `harmonic run` (its --metrics-port) or `harmonic extender` started with "
+    "--decisions-buffer N, e.g. http://127.0.0.1:10259.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Loopback port.")
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Require this bearer token (read from the file) on every page; open the printed URL to log in.",
+)
+@click.option(
+    "--url-token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Bearer token for --url (an extender started with --token-file).",
+)
+def ui(
+    report_dir: str | None, url: str | None, port: int, token_file: str | None, url_token_file: str | None
+) -> None:
+    """Explore scheduling decisions in the browser: each pod's Filter verdicts and Score plugin scores
+    per node, pending pods by reason, the affinity graph over time, and the simulation's metrics.
+
+    Serves on 127.0.0.1 only. Give exactly one of --report and --url.
+    """
+    from harmonic.ui.app import create_app
+    from harmonic.ui.server import UIServer
+    from harmonic.ui.sources import LiveSource, ReportSource, Source, SourceError
+
+    if (report_dir is None) == (url is None):
+        raise click.UsageError("give exactly one of --report DIR and --url URL")
+    token = _read_token(token_file)
+    source: Source
+    try:
+        source = (
+            ReportSource(report_dir)
+            if report_dir is not None
+            else LiveSource(url or "", _read_token(url_token_file))
+        )
+        source.info()
+    except SourceError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    try:
+        server = UIServer(create_app(source, token), port)
+    except OSError as e:
+        click.echo(f"error: cannot listen on 127.0.0.1:{port}: {e.strerror}", err=True)
+        sys.exit(1)
+    click.echo(f"decision explorer: {server.url}/{'?token=' + token if token else ''}", err=True)
+    server.run()
 
 
 @main.group()
@@ -465,6 +584,7 @@ def config_show(path: str | None) -> None:
 )
 @_cluster_options
 @_log_format_option
+@_decisions_option
 def extender(
     config_path: str | None,
     port: int,
@@ -479,6 +599,7 @@ def extender(
     kubeconfig: str | None,
     context: str | None,
     log_format: str,
+    decisions_buffer: int,
 ) -> None:
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
@@ -490,7 +611,6 @@ def extender(
     each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
     extender".
     """
-    from pathlib import Path
 
     from harmonic.cluster.services import uses_batch_plugins
     from harmonic.extender.engine import Extender
@@ -522,12 +642,11 @@ def extender(
     except ValueError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
-    token = None
-    if token_file:
-        token = Path(token_file).read_text().strip()
-        if not token:
-            click.echo(f"error: {token_file}: the token file is empty", err=True)
-            sys.exit(1)
+    if decisions_buffer:
+        from harmonic.framework.decisions import DecisionLog
+
+        ext.decisions = DecisionLog(decisions_buffer)
+    token = _read_token(token_file)
     _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))

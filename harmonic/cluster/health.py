@@ -1,5 +1,5 @@
 """The scheduler's HTTP endpoints: ``/metrics`` (Prometheus text format), ``/healthz``, ``/livez``,
-``/readyz``. Plain HTTP on a thread; each check is a callable returning None (ok) or the reason it fails,
+``/readyz``, and any extra GET routes the caller adds (``/debug/decisions``). Plain HTTP on a thread; each check is a callable returning None (ok) or the reason it fails,
 and a failing endpoint answers 500 with ``[-]name failed: reason`` lines, as Kubernetes components do.
 """
 
@@ -15,6 +15,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 log = logging.getLogger(__name__)
 
 Check = Callable[[], str | None]
+#: Another GET endpoint: the query string -> (status, body, content type).
+Route = Callable[[str], tuple[int, bytes, str]]
 
 
 class HealthServer:
@@ -25,8 +27,10 @@ class HealthServer:
         metrics: Callable[[], bytes],
         healthz: Mapping[str, Check],
         readyz: Mapping[str, Check],
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         self._metrics = metrics
+        self._routes = dict(routes or {})
         self._checks = {"/healthz": healthz, "/livez": healthz, "/readyz": {**healthz, **readyz}}
         server = self
 
@@ -54,7 +58,11 @@ class HealthServer:
         self.httpd.server_close()
 
     def _serve(self, req: BaseHTTPRequestHandler) -> None:
-        path = req.path.split("?", 1)[0]
+        path, _, query = req.path.partition("?")
+        route = self._routes.get(path)
+        if route is not None:
+            self._reply(req, *route(query))
+            return
         if path == "/metrics":
             self._reply(req, 200, self._metrics(), CONTENT_TYPE_LATEST)
             return

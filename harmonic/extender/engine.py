@@ -54,6 +54,14 @@ from harmonic.extender.cache import ClusterCache
 from harmonic.extender.wire import MAX_EXTENDER_PRIORITY, WireError
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.decisions import (
+    RESULT_ERROR,
+    RESULT_FILTERED,
+    RESULT_PRIORITIZED,
+    DecisionLog,
+    DecisionTrace,
+    ScoreDetail,
+)
 from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, PluginsRunner
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
@@ -212,6 +220,8 @@ class Extender:
             raise ValueError(f"--profile {profile!r}: no such profile in {config.source} (profiles: {known})")
         self.pinned = profile
         self.default = self.frameworks[profile or config.profiles[0].scheduler_name]
+        #: Where filter and prioritize calls are recorded (None: not recorded).
+        self.decisions: DecisionLog | None = None
 
     @property
     def snapshot(self) -> Snapshot:
@@ -242,7 +252,10 @@ class Extender:
             if err:
                 return wire.encode_filter_result(error=err)
             known, slots, unknown = self._resolve(names)
-            passed_mask, failed, unresolvable, err = self._run_filter(fw, pod, slots, known)
+            trace = self._trace("extender/filter", fw, pod)
+            passed_mask, failed, unresolvable, err = self._run_filter(fw, pod, slots, known, trace)
+        if trace is not None:
+            self._record(trace, RESULT_ERROR if err else RESULT_FILTERED, err)
         if err:
             return wire.encode_filter_result(error=err)
         for name in unknown:
@@ -256,6 +269,16 @@ class Extender:
                 unresolvable=unresolvable,
             )
         return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
+
+    def _trace(self, source: str, fw: Framework, pod: Pod) -> DecisionTrace | None:
+        if self.decisions is None:
+            return None
+        return DecisionTrace(source, fw.name, pod.key, pod.uid, self.clock.now(), self.snapshot.names())
+
+    def _record(self, trace: DecisionTrace, result: str, message: str) -> None:
+        assert self.decisions is not None
+        trace.result, trace.message = result, message
+        self.decisions.add(trace)
 
     def _prepare(self, args: wire.ExtenderArgs) -> str:
         """Bring the snapshot to the request (cache-less) or check the cache can answer; an error text."""
@@ -300,17 +323,26 @@ class Extender:
         return [uniq[i] for i in known_at], slots[ok], unknown
 
     def _run_filter(
-        self, fw: Framework, pod: Pod, slots: np.ndarray, names: list[str]
+        self,
+        fw: Framework,
+        pod: Pod,
+        slots: np.ndarray,
+        names: list[str],
+        trace: DecisionTrace | None = None,
     ) -> tuple[np.ndarray, dict[str, str], dict[str, str], str]:
         """(passed per slot, FailedNodes, FailedAndUnresolvableNodes, error text)."""
         snap = self.snapshot
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         passed = np.zeros(len(slots), dtype=bool)
+        if trace is not None:
+            trace.all_nodes = len(slots)
         if len(slots) == 0:
             return passed, failed, unresolvable, ""
         state = CycleState()
         pre, st, narrowing = fw.run_pre_filter(state, pod, snap)
+        if trace is not None:
+            trace.pre_filter = st
         if st is not None:
             if st.code == Code.ERROR:
                 return passed, failed, unresolvable, st.message
@@ -323,6 +355,12 @@ class Extender:
             msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
             unresolvable.update(dict.fromkeys((names[i] for i in np.flatnonzero(~inside).tolist()), msg))
             candidates = np.flatnonzero(inside)
+            if trace is not None:
+                excluded = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                trace.excluded, trace.excluded_slots = (
+                    (len(slots) - len(candidates), excluded),
+                    slots[~inside],
+                )
         if len(candidates) == 0:
             return passed, failed, unresolvable, ""
         outcome, st = fw.run_filters(state, pod, snap, slots[candidates])
@@ -330,6 +368,8 @@ class Extender:
             return passed, failed, unresolvable, st.message
         ok = outcome.codes == 0
         passed[candidates[ok]] = True
+        if trace is not None:
+            trace.outcomes, trace.evaluated, trace.feasible = [outcome], len(candidates), slots[passed]
         messages = [", ".join(r) for r in outcome.reasons]
         for i in np.flatnonzero(~ok).tolist():
             name = names[int(candidates[i])]
@@ -351,13 +391,26 @@ class Extender:
             if err:
                 raise ExtenderError(err)
             known, slots, _ = self._resolve(names)
-            scores = self._run_score(fw, pod, slots)
+            trace = self._trace("extender/prioritize", fw, pod)
+            try:
+                scores = self._run_score(fw, pod, slots, trace)
+            except ExtenderError as e:
+                if trace is not None:
+                    self._record(trace, RESULT_ERROR, str(e))
+                raise
+        if trace is not None:
+            self._record(trace, RESULT_PRIORITIZED, "")
         if known is names:
             return wire.encode_host_priorities(names, scores.tolist())
         by_name = dict(zip(known, scores.tolist(), strict=True))
         return wire.encode_host_priorities(names, [by_name.get(n, 0) for n in names])
 
-    def _run_score(self, fw: Framework, pod: Pod, slots: np.ndarray) -> np.ndarray:
+    def _run_score(
+        self, fw: Framework, pod: Pod, slots: np.ndarray, trace: DecisionTrace | None = None
+    ) -> np.ndarray:
+        if trace is not None:
+            trace.all_nodes = trace.evaluated = len(slots)
+            trace.feasible = slots
         if len(slots) == 0:
             return np.zeros(0, dtype=np.int64)
         snap = self.snapshot
@@ -368,9 +421,12 @@ class Extender:
         st = fw.run_pre_score(state, pod, snap, slots)
         if st is not None:
             raise ExtenderError(st.message)
-        total, per_plugin, st = fw.run_score(state, pod, snap, slots)
+        detail = ScoreDetail() if trace is not None else None
+        total, per_plugin, st = fw.run_score(state, pod, snap, slots, detail)
         if st is not None:
             raise ExtenderError(st.message)
+        if trace is not None:
+            trace.score, trace.total = detail, total
         weight_sum = sum(fw.profile.weights[name] for name in per_plugin)
         return extender_scores(total, weight_sum)
 

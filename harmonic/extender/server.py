@@ -25,7 +25,6 @@ import asyncio
 import hmac
 import logging
 import signal
-import socket
 import ssl
 import threading
 import time
@@ -40,6 +39,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from harmonic.extender import wire
 from harmonic.extender.engine import Extender, ExtenderError
 from harmonic.extender.wire import WireError
+from harmonic.framework.decisions import endpoint as decisions_endpoint
+from harmonic.serving import ServerThread, listening_socket
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ DEFAULT_PREFIX = "/scheduler"
 #: nodeCacheCapable: false request; 64 MiB leaves room for larger nodes at Kubernetes' 5,000-node limit.
 DEFAULT_MAX_BODY_BYTES = 64 << 20
 VERBS = ("filter", "prioritize", "preempt", "bind")
+#: Recorded decisions, served when the extender records them (``--decisions-buffer``).
+DECISIONS_PATH = "/debug/decisions"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -109,7 +112,7 @@ class ExtenderApp:
         method: str = scope["method"]
         verb = self._routes.get(path)
         if verb is None:
-            await self._simple(send, path, method)
+            await self._simple(scope, send, path, method)
             return
         if method != "POST":
             await _respond(send, 405, wire.encode_error(f"{path} takes POST"), [(b"allow", b"POST")])
@@ -158,7 +161,10 @@ class ExtenderApp:
         scheme, _, value = header.partition(b" ")
         return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), self._token)
 
-    async def _simple(self, send: Send, path: str, method: str) -> None:
+    async def _simple(self, scope: Scope, send: Send, path: str, method: str) -> None:
+        if path == DECISIONS_PATH and self.extender.decisions is not None:
+            await self._decisions(scope, send, method)
+            return
         if path not in ("/healthz", "/readyz", "/metrics"):
             await _respond(send, 404, wire.encode_error(f"no route {path}"))
             return
@@ -173,6 +179,27 @@ class ExtenderApp:
             await _respond(send, 200 if ready else 503, msg, content_type=b"text/plain")
         else:
             await _respond(send, 200, self.metrics.render(), content_type=CONTENT_TYPE_LATEST.encode())
+
+    async def _decisions(self, scope: Scope, send: Send, method: str) -> None:
+        """The recorded filter / prioritize calls; behind the bearer token when one is configured."""
+        if method not in ("GET", "HEAD"):
+            await _respond(
+                send, 405, wire.encode_error(f"{DECISIONS_PATH} takes GET"), [(b"allow", b"GET, HEAD")]
+            )
+            return
+        if self._token is not None and not self._authorized(
+            dict(scope["headers"]).get(b"authorization", b"")
+        ):
+            await _respond(
+                send,
+                401,
+                wire.encode_error("missing or wrong bearer token"),
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
+        assert self.extender.decisions is not None
+        code, body = decisions_endpoint(self.extender.decisions, scope.get("query_string", b"").decode())
+        await _respond(send, code, body)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
@@ -219,8 +246,10 @@ def _ignore_signal(signum: int, frame: FrameType | None) -> None:
     return None
 
 
-class ExtenderServer:
+class ExtenderServer(ServerThread):
     """uvicorn serving an ``ExtenderApp`` on ``bind:port`` (0 picks a free port)."""
+
+    thread_name = "extender-http"
 
     def __init__(
         self,
@@ -232,12 +261,7 @@ class ExtenderServer:
     ) -> None:
         self.app = app
         self.tls = tls
-        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((bind, port))
-        # Listening at once: connections made before uvicorn runs wait in the backlog, not refused.
-        self._sock.listen(2048)
+        self._sock = listening_socket(bind, port)
         self.host = bind
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(
@@ -257,7 +281,6 @@ class ExtenderServer:
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca_file else ssl.CERT_NONE,
         )
         self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -279,19 +302,3 @@ class ExtenderServer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-    def start(self) -> None:
-        """Serve on a background thread (tests, benchmarks); returns once accepting connections."""
-        self._thread = threading.Thread(target=self.run, name="extender-http", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("extender server did not start")
-            time.sleep(0.005)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()

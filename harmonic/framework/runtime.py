@@ -12,6 +12,7 @@ import numpy as np
 from harmonic.api.pod import Pod
 from harmonic.framework.config import Profile
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.decisions import ScoreDetail
 from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import EventWithHint
 from harmonic.framework.interface import (
@@ -543,10 +544,16 @@ class Framework:
         return None
 
     def run_score(
-        self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray
+        self,
+        state: CycleState,
+        pod: Pod,
+        snap: Snapshot,
+        slots: np.ndarray,
+        detail: ScoreDetail | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray], Status | None]:
         """RunScorePlugins: Score, then NormalizeScore, of every plugin not skipped at PreScore, then the
-        range check and weights. Returns the weighted total per slot and each plugin's weighted scores."""
+        range check and weights. Returns the weighted total per slot and each plugin's weighted scores;
+        ``detail`` (decision recording) also receives each plugin's scores before and after normalising."""
         total = np.zeros(len(slots), dtype=np.int64)
         per_plugin: dict[str, np.ndarray] = {}
         plugins = [
@@ -561,6 +568,11 @@ class Framework:
             except PluginError as e:
                 msg = f'running Score plugins: plugin "{pl.name}" failed with: {e}'
                 return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        if detail is not None:
+            detail.plugins = [pl.name for pl, _ in plugins]
+            detail.weights = [w for _, w in plugins]
+            # Copies: a NormalizeScore may rewrite its input in place.
+            detail.raw = [r.copy() for r in raw]
         for i, (pl, _) in enumerate(plugins):
             if not pl.has_normalize:
                 continue
@@ -569,6 +581,8 @@ class Framework:
             except PluginError as e:
                 msg = f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {e}'
                 return total, per_plugin, Status(Code.ERROR, msg, plugin=pl.name)
+        if detail is not None:
+            detail.normalized = list(raw)
         if not raw or not len(slots):
             return total, {pl.name: scores for (pl, _), scores in zip(plugins, raw, strict=True)}, None
         m = np.stack(raw)

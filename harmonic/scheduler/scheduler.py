@@ -33,6 +33,14 @@ from harmonic.api.node import Node, parse_node
 from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.decisions import (
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    DecisionLog,
+    DecisionTrace,
+    ScoreDetail,
+)
 from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
 from harmonic.framework.events import (
     ASSIGNED_POD_ADD,
@@ -274,6 +282,10 @@ class Scheduler:
         #: Scheduling-cycle start of each pod past Permit: the attempt's duration ends with its binding.
         self._attempt_start: dict[str, float] = {}
         self.results: Callable[[ScheduleResult], None] | None = None
+        #: Where scheduling decisions are recorded (None: not recorded, and nothing is traced).
+        self.decisions: DecisionLog | None = None
+        #: The trace of the cycle running now, when recording.
+        self._trace: DecisionTrace | None = None
 
     # ================================================================== inputs
     def post(self, fn: Callable[[], None]) -> None:
@@ -513,6 +525,10 @@ class Scheduler:
             return ScheduleResult(pod, None, None, message="skipped: pod is being deleted or already assumed")
         start = time.perf_counter()
         state = CycleState(self.queue.scheduling_cycle)
+        if self.decisions is not None:
+            self._trace = DecisionTrace(
+                "scheduler", fw.name, pod.key, pod.uid, self.clock.now(), self.cache.snapshot.names()
+            )
         try:
             result = self._scheduling_cycle(fw, state, qp, start)
         except Exception as e:  # a plugin bug must cost one attempt, not the scheduler
@@ -522,9 +538,22 @@ class Scheduler:
                 fw.run_unreserve(state, assumed, assumed.node_name)
                 self.cache.forget(assumed)
             result = self._fail(fw, state, qp, Status(Code.ERROR, f"internal error: {e}"), None, start)
+        if self._trace is not None:
+            self._record_decision(self._trace, result)
         if self.results is not None:
             self.results(result)
         return result
+
+    def _record_decision(self, trace: DecisionTrace, result: ScheduleResult) -> None:
+        self._trace = None
+        if result.node is not None:
+            trace.result, trace.node = RESULT_SCHEDULED, result.node
+        else:
+            rejected = result.status is not None and result.status.is_rejected
+            trace.result = RESULT_UNSCHEDULABLE if rejected else RESULT_ERROR
+        trace.message = result.message
+        assert self.decisions is not None
+        self.decisions.add(trace)
 
     def _scheduling_cycle(
         self, fw: Framework, state: CycleState, qp: QueuedPodInfo, start: float
@@ -576,10 +605,15 @@ class Scheduler:
         if num_all == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE), None
         diagnosis = Diagnosis(num_all_nodes=num_all)
+        trace = self._trace
+        if trace is not None:
+            trace.all_nodes = num_all
 
         pre, st, narrowing = fw.run_pre_filter(state, pod, snap)
         diagnosis.unschedulable_plugins.update(narrowing)
         if st is not None:
+            if trace is not None:
+                trace.pre_filter = st
             if not st.is_rejected:
                 return None, st, None
             diagnosis.pre_filter_msg = st.message
@@ -589,6 +623,8 @@ class Scheduler:
 
         fit, nominated_failed = self._evaluate_nominated_node(fw, state, pod)
         if fit is not None:
+            if trace is not None:
+                trace.evaluated, trace.chosen = 1, fit.node_slot
             return fit, None, None
 
         candidates = all_slots
@@ -602,6 +638,9 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",
             )
             diagnosis.absent_count = num_all - len(candidates)
+            if trace is not None:
+                trace.excluded = (diagnosis.absent_count, diagnosis.absent_status)
+                trace.excluded_slots = all_slots[~keep[all_slots]]
             if nominated_failed is not None and not np.isin(nominated_failed.slots, candidates).any():
                 # Filtered once already (as the nominated node) though PreFilter leaves it out.
                 diagnosis.add(nominated_failed)
@@ -610,25 +649,38 @@ class Scheduler:
         feasible, processed, st = self._find_feasible(fw, state, pod, candidates, diagnosis)
         # Advance the start index even after an error, so every node gets its turn.
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        if trace is not None:
+            trace.outcomes, trace.evaluated, trace.feasible = diagnosis.outcomes, processed, feasible
         if st is not None:
             return None, st, None
         if len(feasible) == 0:
             return None, Status(Code.UNSCHEDULABLE), diagnosis
         if len(feasible) == 1:
-            return _Fit(int(feasible[0]), processed, 1), None, None
+            return self._fit(int(feasible[0]), processed, 1), None, None
 
         if not fw.score_plugins:
             # Without scorers every node scores 1 and PreScore does not run (prioritizeNodes).
-            pick = self._tie_break(np.ones(len(feasible), dtype=np.int64))
-            return _Fit(int(feasible[pick]), processed, len(feasible)), None, None
+            total = np.ones(len(feasible), dtype=np.int64)
+            if trace is not None:
+                trace.total = total
+            pick = self._tie_break(total)
+            return self._fit(int(feasible[pick]), processed, len(feasible)), None, None
         st = fw.run_pre_score(state, pod, snap, feasible)
         if st is not None:
             return None, st, None
-        total, _, st = fw.run_score(state, pod, snap, feasible)
+        detail = ScoreDetail() if trace is not None else None
+        total, _, st = fw.run_score(state, pod, snap, feasible, detail)
         if st is not None:
             return None, st, None
+        if trace is not None:
+            trace.score, trace.total = detail, total
         pick = self._tie_break(total)
-        return _Fit(int(feasible[pick]), processed, len(feasible)), None, None
+        return self._fit(int(feasible[pick]), processed, len(feasible)), None, None
+
+    def _fit(self, slot: int, evaluated: int, feasible: int) -> _Fit:
+        if self._trace is not None:
+            self._trace.chosen = slot
+        return _Fit(slot, evaluated, feasible)
 
     def _evaluate_nominated_node(
         self, fw: Framework, state: CycleState, pod: Pod
@@ -647,6 +699,8 @@ class Scheduler:
         if st is not None:
             log.error("evaluation failed on nominated node %s for %s: %s", nnn, pod.key, st.message)
             return None, None
+        if self._trace is not None:
+            self._trace.nominated = (nnn, bool(outcome.codes[0] == 0))
         if outcome.codes[0] == 0:
             return _Fit(int(one[0]), 1, 1), None
         return None, outcome
@@ -721,6 +775,8 @@ class Scheduler:
                 post, pst = fw.run_post_filter(state, pod, diagnosis)
                 diagnosis.post_filter_msg = pst.message if pst is not None else ""
                 nominated = post.nominated_node_name if post is not None else None
+                if self._trace is not None:
+                    self._trace.post_filter = (diagnosis.post_filter_msg, nominated or None)
             message = diagnosis.message()
             qp.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qp.pending_plugins = set(diagnosis.pending_plugins)

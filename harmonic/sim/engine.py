@@ -553,18 +553,28 @@ _STAT_OF = {
 class Simulation:
     """Run a plan under each profile in turn, each in its own world."""
 
-    def __init__(self, plan: Plan, runs: list[ProfileRun], registry: Registry) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        runs: list[ProfileRun],
+        registry: Registry,
+        on_world: Callable[[World], None] | None = None,
+    ) -> None:
         if not runs:
             raise ValueError("no profile to run")
         self.plan = plan
         self.runs = runs
         self.registry = registry
         self.worlds: dict[str, World] = {}
+        #: Called with each world before it runs (decision recording attaches here).
+        self.on_world = on_world
 
     def run(self, progress: Callable[[str, int], None] | None = None) -> dict[str, World]:
         """``progress(profile, n)`` is told of every n timeline actions applied."""
         for r in self.runs:
             world = World(self.plan, r, self.registry)
+            if self.on_world is not None:
+                self.on_world(world)
             world.run(None if progress is None else _bound_progress(progress, r.name))
             self.worlds[r.name] = world
         return self.worlds

@@ -10,6 +10,7 @@ from typing import Any
 
 from harmonic.framework.registry import Registry
 from harmonic.sim.engine import Simulation, World
+from harmonic.sim.explore import Exploration
 from harmonic.sim.plan import Plan, build_plan
 from harmonic.sim.profiles import ProfileRun, profile_runs
 from harmonic.sim.report import metrics_document, write_report
@@ -24,6 +25,7 @@ class Outcome:
     runs: list[ProfileRun]
     worlds: dict[str, World]
     metrics: dict[str, Any]
+    exploration: Exploration | None = None
 
 
 def prepare(
@@ -59,7 +61,13 @@ def simulate(
     registry: Registry,
     out_dir: str | Path | None = None,
     progress: Callable[[str, int], None] | None = None,
+    record_decisions: int | None = None,
 ) -> Outcome:
-    worlds = Simulation(plan, runs, registry).run(progress)
+    """``record_decisions``: keep the latest decision of up to that many pods per profile and write them,
+    with the placement timeline, beside the report (``harmonic.sim.explore``)."""
+    exploration = Exploration(plan, record_decisions) if record_decisions else None
+    worlds = Simulation(plan, runs, registry, exploration.attach if exploration else None).run(progress)
     doc = write_report(out_dir, plan, worlds) if out_dir is not None else metrics_document(plan, worlds)
-    return Outcome(plan, runs, worlds, doc)
+    if exploration is not None and out_dir is not None:
+        exploration.write(out_dir)
+    return Outcome(plan, runs, worlds, doc, exploration)

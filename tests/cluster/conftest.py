@@ -66,8 +66,8 @@ def run_config(api: ApiServerDouble, folder: Path, profiles: list[dict[str, Any]
     return config
 
 
-def harmonic_run(config: Path, identity: str, metrics_port: int = 0) -> subprocess.Popen[str]:
-    """``harmonic run --config CONFIG`` as a process (stderr piped), serving on loopback."""
+def harmonic_run(config: Path, identity: str, metrics_port: int = 0, *extra: str) -> subprocess.Popen[str]:
+    """``harmonic run --config CONFIG [EXTRA...]`` as a process (stderr piped), serving on loopback."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -82,6 +82,7 @@ def harmonic_run(config: Path, identity: str, metrics_port: int = 0) -> subproce
             str(metrics_port),
             "--identity",
             identity,
+            *extra,
         ],
         stderr=subprocess.PIPE,
         text=True,

@@ -30,11 +30,16 @@ def test_run_schedules_and_stops_cleanly_on_sigterm(api: ApiServerDouble, tmp_pa
     api.create("nodes", node("n").obj())
     api.create("pods", pod("p").scheduler("harmonic").obj())
     port = _free_port()
-    proc = harmonic_run(config, "cli", port)
+    proc = harmonic_run(config, "cli", port, "--decisions-buffer", "5")
     try:
         wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
         assert urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"
         assert b"scheduler_schedule_attempts_total" in urlopen(f"http://127.0.0.1:{port}/metrics").read()
+        recorded = json.loads(urlopen(f"http://127.0.0.1:{port}/debug/decisions?pod=default/p").read())
+        assert recorded["capacity"] == 5
+        assert [(d["pod"], d["result"], d["node"]) for d in recorded["decisions"]] == [
+            ("default/p", "Scheduled", "n")
+        ]
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     finally:

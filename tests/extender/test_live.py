@@ -328,7 +328,7 @@ def test_extender_process_serves_names_only_requests_from_the_cluster(api: ApiSe
 def test_extender_process_without_a_cluster_serves_full_node_requests(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     env["HOME"] = str(tmp_path)  # no ~/.kube/config
-    ext = _Process(["--log-format", "json"], env=env)
+    ext = _Process(["--log-format", "json", "--decisions-buffer", "3"], env=env)
     incoming = pod("web").uid("u-web").req(cpu="1").obj()
     try:
         base = ext.url().removesuffix("/scheduler")
@@ -338,6 +338,7 @@ def test_extender_process_without_a_cluster_serves_full_node_requests(tmp_path: 
             extender_args(incoming, nodes=[node("n1").cap(cpu="2").obj(), node("n2").cap(cpu="500m").obj()]),
         )
         names = _post(base + "/scheduler/filter", extender_args(incoming, node_names=["n1"]))
+        recorded = json.loads(_get(base + "/debug/decisions")[1])
     finally:
         code = ext.stop()
     assert code == 0
@@ -345,6 +346,13 @@ def test_extender_process_without_a_cluster_serves_full_node_requests(tmp_path: 
     # 1 CPU is beyond n2's whole allocatable: unresolvable, as NodeResourcesFit reports it.
     assert full["FailedAndUnresolvableNodes"] == {"n2": "Insufficient cpu"}
     assert "no cluster cache" in names["Error"]
+    # --decisions-buffer: the answered filter call is recorded (the refused one never ran the plugins).
+    (decision,) = recorded["decisions"]
+    assert (decision["source"], decision["result"], decision["passed"]) == (
+        "extender/filter",
+        "Filtered",
+        ["n1"],
+    )
     (mode,) = [r for r in ext.logs if "mode" in r]
     assert mode["mode"] == "request-nodes" and mode["level"] == "warning"
     assert "no cluster cache" in mode["msg"]

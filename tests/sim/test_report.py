@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from harmonic.sim.report import format_table, write_report
+from tests.chromium import chromium
 
 from .helpers import deployment, job, objects, plan_of, scenario
 
@@ -24,15 +23,6 @@ CHROMIUM_FLAGS = [
     "--enable-logging=stderr",
     "--virtual-time-budget=10000",
 ]
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed: `make test` installs it (scripts/test-deps.sh)")
-        pytest.skip("chromium is not installed and could not be (run scripts/test-deps.sh as root)")
-    return exe
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +57,7 @@ def test_report_files_and_table(report):
 
 
 def test_report_renders_in_headless_chromium(report, tmp_path):
-    exe = _chromium()
+    exe = chromium()
     url = (report / "report.html").as_uri()
     profile = tmp_path / "profile"
     profile.mkdir()
