@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -181,20 +182,8 @@ def simulate(
         if seed is not None:
             click.echo("error: --seed and --seeds: give one", err=True)
             sys.exit(1)
-        _sweep(
-            scenario,
-            configs,
-            topologies,
-            user_rate,
-            out_dir,
-            seeds,
-            jobs,
-            executor_name,
-            address,
-            metric_patterns,
-            no_progress,
-            as_json,
-        )
+        request = _SweepRequest(seeds, jobs, executor_name, address, metric_patterns)
+        _sweep(scenario, configs, topologies, user_rate, out_dir, request, no_progress, as_json)
         return
     if jobs is not None or address is not None or executor_name != "local" or metric_patterns:
         click.echo("error: --jobs, --executor, --address and --metric apply to a sweep (--seeds)", err=True)
@@ -221,17 +210,24 @@ def simulate(
         click.echo(json.dumps(outcome.metrics, indent=2))
 
 
+@dataclass(frozen=True)
+class _SweepRequest:
+    """What ``simulate --seeds`` adds to a simulation's options."""
+
+    seeds: str
+    jobs: int | None
+    executor: str
+    address: str | None
+    metrics: tuple[str, ...]
+
+
 def _sweep(
     scenario: str | None,
     configs: tuple[str, ...],
     topologies: tuple[str, ...],
     user_rate: float,
     out_dir: str,
-    seeds_spec: str,
-    jobs: int | None,
-    executor_name: str,
-    address: str | None,
-    metric_patterns: tuple[str, ...],
+    req: _SweepRequest,
     no_progress: bool,
     as_json: bool,
 ) -> None:
@@ -249,9 +245,9 @@ def _sweep(
     )
 
     try:
-        seeds = parse_seeds(seeds_spec)
+        seeds = parse_seeds(req.seeds)
         plans, runs = prepare_sweep(scenario, configs, default_registry(), seeds, topologies, user_rate)
-        ex = executor(executor_name, jobs, address)
+        ex = executor(req.executor, req.jobs, req.address)
     except (ScenarioError, ConfigError, SeedSpecError, ValueError, ExecutorUnavailable) as e:
         where = "--seeds: " if isinstance(e, SeedSpecError) else ""
         click.echo(f"error: {where}{e}", err=True)
@@ -260,7 +256,7 @@ def _sweep(
     names = ", ".join(r.name for r in runs)
     click.echo(
         f"scenario {plan.name} ({plan.source}): {len(seeds)} seeds x profiles {names}; "
-        f"executor {executor_name}",
+        f"executor {req.executor}",
         err=True,
     )
     try:
@@ -272,7 +268,7 @@ def _sweep(
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     path = write_sweep(out_dir, doc)
-    click.echo(format_sweep_table(doc, metric_patterns or None))
+    click.echo(format_sweep_table(doc, req.metrics or None))
     click.echo(f"sweep: {path}", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2))

@@ -263,20 +263,17 @@ def test_runs_in_one_process_do_not_leak_state(tmp_path):
     )
 
 
-def test_dask_local_cluster_gives_the_same_metrics(tmp_path):
-    pytest.importorskip("distributed")
+@pytest.mark.parametrize(
+    ("module", "make", "seed"),
+    [("distributed", lambda: DaskExecutor(jobs=1), 3), ("ray", lambda: RayExecutor(jobs=1), 4)],
+    ids=["dask-local-cluster", "ray-local"],
+)
+def test_cluster_executors_give_the_same_metrics(tmp_path, module, make, seed):
+    pytest.importorskip(module)
     path = _scenario_file(tmp_path)
-    plans, runs = prepare_sweep(path, (), default_registry(), [3])
-    doc = sweep(plans, runs, DaskExecutor(jobs=1))
-    assert _sweep_of(doc, 3) == _in_process(path, (), 3)
-
-
-def test_ray_local_cluster_gives_the_same_metrics(tmp_path):
-    pytest.importorskip("ray")
-    path = _scenario_file(tmp_path)
-    plans, runs = prepare_sweep(path, (), default_registry(), [4])
-    doc = sweep(plans, runs, RayExecutor(jobs=1))
-    assert _sweep_of(doc, 4) == _in_process(path, (), 4)
+    plans, runs = prepare_sweep(path, (), default_registry(), [seed])
+    doc = sweep(plans, runs, make())
+    assert _sweep_of(doc, seed) == _in_process(path, (), seed)
 
 
 def test_cli_sweep_writes_sweep_json_and_prints_the_table(tmp_path):
