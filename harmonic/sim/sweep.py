@@ -108,10 +108,14 @@ class LocalExecutor:
 
     def map(self, fn: Callable[[Task], Result], tasks: Sequence[Task]) -> Iterator[Result]:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
+        pool = ProcessPoolExecutor(self.jobs, mp_context=ctx, max_tasks_per_child=1)
+        try:
             futures = [pool.submit(fn, t) for t in tasks]
             for f in as_completed(futures):
                 yield f.result()
+        finally:
+            # On a failed run or an interrupt, runs not yet started are dropped, not waited for.
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class DaskExecutor:

@@ -263,6 +263,18 @@ def test_runs_in_one_process_do_not_leak_state(tmp_path):
     )
 
 
+def _fail_on_seed_1(task: Task) -> Result:
+    if task.seed == 1:
+        raise RuntimeError(f"run of seed {task.seed} failed")
+    return run_task(task)
+
+
+def test_a_failed_run_fails_the_sweep(tmp_path):
+    plans, runs = prepare_sweep(_scenario_file(tmp_path), (), default_registry(), [1, 2])
+    with pytest.raises(RuntimeError, match="run of seed 1 failed"):
+        sweep(plans, runs, LocalExecutor(1), fn=_fail_on_seed_1)
+
+
 @pytest.mark.parametrize(
     ("module", "make", "seed"),
     [("distributed", lambda: DaskExecutor(jobs=1), 3), ("ray", lambda: RayExecutor(jobs=1), 4)],
