@@ -4,6 +4,7 @@ reproduce, seed for seed, what a single in-process run gives."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,14 @@ from harmonic.sim.report import metrics_document
 from harmonic.sim.run import prepare
 from harmonic.sim.sweep import (
     DaskExecutor,
+    ExecutorUnavailable,
     LocalExecutor,
     RayExecutor,
     Result,
     SeedSpecError,
     Task,
     check_claim,
+    executor,
     flatten,
     format_sweep_table,
     parse_seeds,
@@ -286,6 +289,19 @@ def test_cluster_executors_give_the_same_metrics(tmp_path, module, make, seed):
     plans, runs = prepare_sweep(path, (), default_registry(), [seed])
     doc = sweep(plans, runs, make())
     assert _sweep_of(doc, seed) == _in_process(path, (), seed)
+
+
+@pytest.mark.parametrize(("name", "module"), [("dask", "distributed"), ("ray", "ray")])
+def test_a_missing_extra_names_the_extra_to_install(monkeypatch, name, module):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == module else real(m, *a))
+    with pytest.raises(ExecutorUnavailable, match=rf"pip install 'harmonic\[{name}\]'"):
+        executor(name, 1)
+
+
+def test_unknown_executor_is_an_error():
+    with pytest.raises(ValueError, match="unknown executor 'spark'"):
+        executor("spark")
 
 
 def test_cli_sweep_writes_sweep_json_and_prints_the_table(tmp_path):
