@@ -33,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 from harmonic.framework.config import DEFAULT_SCHEDULER_NAME
 from harmonic.framework.registry import Registry
+from harmonic.plugins.registry import default_registry
 from harmonic.sim.engine import Simulation
 from harmonic.sim.metrics import WALL_CLOCK_KEYS
 from harmonic.sim.plan import Plan
@@ -55,17 +56,12 @@ def parse_seeds(spec: str) -> list[int]:
         part = part.strip()
         lo, sep, hi = part.partition("-")
         try:
-            if sep:
-                a, b = int(lo), int(hi)
-                if a > b:
-                    raise SeedSpecError(f"seed range {part!r} is empty (start > end)")
-                seeds.update(range(a, b + 1))
-            else:
-                seeds.add(int(part))
-        except ValueError as e:
-            if isinstance(e, SeedSpecError):
-                raise
+            first, last = int(lo), int(hi if sep else lo)
+        except ValueError:
             raise SeedSpecError(f"{part!r} is not a seed or a range of seeds (e.g. 1-10, 1,3,7)") from None
+        if first > last:
+            raise SeedSpecError(f"seed range {part!r} is empty (start > end)")
+        seeds.update(range(first, last + 1))
     return sorted(seeds)
 
 
@@ -88,8 +84,6 @@ class Result:
 
 def run_task(task: Task) -> Result:
     """Run one task in this process (what every executor's workers call)."""
-    from harmonic.plugins.registry import default_registry
-
     worlds = Simulation(task.plan, [task.run], default_registry()).run()
     return Result(task.seed, task.run.name, metrics_document(task.plan, worlds))
 
