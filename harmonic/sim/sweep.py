@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -369,8 +370,6 @@ def format_sweep_table(doc: Mapping[str, Any], metrics: Sequence[str] | None = N
     """One line per (metric, profile): mean ± 95% CI half-width, n, and beside every profile but the
     baseline its paired ratio to the baseline (or the difference where the ratio is undefined).
     ``metrics`` are fnmatch patterns selecting metrics; by default all but wall-clock ones."""
-    from fnmatch import fnmatchcase
-
     summary, pairs, baseline = doc["summary"], doc["paired"], doc["baseline"]
     keys = _ordered_keys(summary[p] for p in doc["profiles"])
     if metrics:
