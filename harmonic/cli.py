@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -131,8 +132,37 @@ def main(verbose: int) -> None:
 )
 @click.option("--out", "out_dir", default="harmonic-report", show_default=True, help="Report folder.")
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option(
+    "--seeds",
+    metavar="SEEDS",
+    help="Sweep: run once per seed (e.g. 1-10 or 1,3,7) and summarise each metric's mean and 95%% CI "
+    "into OUT/sweep.json.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Sweep: parallel (seed, profile) runs. Default: the machine's cores.",
+)
+@click.option(
+    "--executor",
+    "executor_name",
+    type=click.Choice(["local", "dask", "ray"]),
+    default="local",
+    show_default=True,
+    help="Sweep: where runs execute (dask and ray need the harmonic[dask] / harmonic[ray] extra).",
+)
+@click.option(
+    "--address", help="Sweep: the Dask scheduler or Ray cluster address (default: start one locally)."
+)
+@click.option(
+    "--metric",
+    "metric_patterns",
+    multiple=True,
+    help="Sweep: only print metrics matching this pattern (repeatable, e.g. 'cross_*').",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Also print metrics.json to stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Also print metrics.json (sweep.json) to stdout.")
 @click.option(
     "--record-decisions",
     type=click.IntRange(min=1),
@@ -152,13 +182,20 @@ def simulate(
     user_rate: float,
     out_dir: str,
     seed: int | None,
+    seeds: str | None,
+    jobs: int | None,
+    executor_name: str,
+    address: str | None,
+    metric_patterns: tuple[str, ...],
     no_progress: bool,
     as_json: bool,
     record_decisions: int | None,
 ) -> None:
     """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
 
-    Prints a side-by-side table and writes OUT/metrics.json and OUT/report.html.
+    Prints a side-by-side table and writes OUT/metrics.json and OUT/report.html. With --seeds, runs the
+    scenario once per seed and profile (independent processes) and prints and writes OUT/sweep.json:
+    each metric's mean ± 95% confidence interval, and each profile paired with the default profile.
     """
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
@@ -167,6 +204,19 @@ def simulate(
     from harmonic.sim.run import simulate as run_simulation
 
     registry = default_registry()
+    if seeds is not None:
+        if seed is not None:
+            click.echo("error: --seed and --seeds: give one", err=True)
+            sys.exit(1)
+        if record_decisions:
+            click.echo("error: --record-decisions records one run; it does not apply to --seeds", err=True)
+            sys.exit(1)
+        request = _SweepRequest(seeds, jobs, executor_name, address, metric_patterns)
+        _sweep(scenario, configs, topologies, user_rate, out_dir, request, no_progress, as_json)
+        return
+    if jobs is not None or address is not None or executor_name != "local" or metric_patterns:
+        click.echo("error: --jobs, --executor, --address and --metric apply to a sweep (--seeds)", err=True)
+        sys.exit(1)
     try:
         plan, runs = prepare(scenario, configs, registry, topologies, user_rate, seed)
     except (ScenarioError, ConfigError) as e:
@@ -200,6 +250,70 @@ def simulate(
         )
     if as_json:
         click.echo(json.dumps(outcome.metrics, indent=2))
+
+
+@dataclass(frozen=True)
+class _SweepRequest:
+    """What ``simulate --seeds`` adds to a simulation's options."""
+
+    seeds: str
+    jobs: int | None
+    executor: str
+    address: str | None
+    metrics: tuple[str, ...]
+
+
+def _sweep(
+    scenario: str | None,
+    configs: tuple[str, ...],
+    topologies: tuple[str, ...],
+    user_rate: float,
+    out_dir: str,
+    req: _SweepRequest,
+    no_progress: bool,
+    as_json: bool,
+) -> None:
+    from harmonic.plugins.registry import default_registry
+    from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.sweep import (
+        ExecutorUnavailable,
+        SeedSpecError,
+        executor,
+        format_sweep_table,
+        parse_seeds,
+        prepare_sweep,
+        sweep,
+        write_sweep,
+    )
+
+    try:
+        seeds = parse_seeds(req.seeds)
+        plans, runs = prepare_sweep(scenario, configs, default_registry(), seeds, topologies, user_rate)
+        ex = executor(req.executor, req.jobs, req.address)
+    except (ScenarioError, ConfigError, SeedSpecError, ValueError, ExecutorUnavailable) as e:
+        where = "--seeds: " if isinstance(e, SeedSpecError) else ""
+        click.echo(f"error: {where}{e}", err=True)
+        sys.exit(1)
+    plan = next(iter(plans.values()))
+    names = ", ".join(r.name for r in runs)
+    click.echo(
+        f"scenario {plan.name} ({plan.source}): {len(seeds)} seeds x profiles {names}; "
+        f"executor {req.executor}",
+        err=True,
+    )
+    try:
+        with click.progressbar(
+            length=len(seeds) * len(runs), label="runs", file=sys.stderr, hidden=no_progress
+        ) as bar:
+            doc = sweep(plans, runs, ex, lambda _r: bar.update(1))
+    except ExecutorUnavailable as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    path = write_sweep(out_dir, doc)
+    click.echo(format_sweep_table(doc, req.metrics or None))
+    click.echo(f"sweep: {path}", err=True)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
 
 
 @main.command()

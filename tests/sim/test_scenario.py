@@ -17,7 +17,8 @@ from .helpers import container, deployment, job, objects, plan_of, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "harmonic" / "data" / "schemas" / "scenario.schema.json"
-EXAMPLES = [ROOT / "examples" / "simulator" / "scenario.yaml", BUNDLED_SCENARIO]
+SCENARIO_EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
+EXAMPLES = [ROOT / "examples" / "simulator" / "scenario.yaml", BUNDLED_SCENARIO, *SCENARIO_EXAMPLES]
 
 
 def test_committed_schema_is_the_generated_one():
@@ -30,6 +31,14 @@ def test_examples_validate_against_the_schema_and_plan(path):
     jsonschema.validate(data, json.loads(SCHEMA.read_text()))
     plan = plan_of(data, path.parent)
     assert plan.nodes and plan.timeline
+
+
+@pytest.mark.parametrize("path", SCENARIO_EXAMPLES, ids=lambda p: p.name)
+def test_example_scenarios_say_what_they_check_and_how_to_run_them(path):
+    text = path.read_text()
+    assert text.startswith("# ")
+    header = text.split("apiVersion:", 1)[0]
+    assert f"harmonic simulate examples/scenarios/{path.name}" in header
 
 
 def test_schema_rejects_what_the_model_rejects():
