@@ -36,6 +36,8 @@ class RunOptions:
     max_evictions_per_run: int | None = None
     #: Seconds a moved pod, and its replacement, are not moved again.
     cooldown: float = 600.0
+    #: Fewer ready nodes than this: do nothing (descheduler's guard against evicting on 0-1 nodes).
+    min_nodes: int = 2
 
 
 @dataclass
@@ -70,7 +72,7 @@ def run_once(
     limits = Limits(policy.max_per_node, policy.max_per_namespace, policy.max_total, options.max_evictions_per_run)
     budget = Budget(limits, state.pdbs, state.pods)
     log = RunLog()
-    if len(nodes) <= 1:
+    if len(nodes) < options.min_nodes:
         log.plans.append(("", "skipped", "fewer than two ready nodes: evictions would only disrupt"))
         return RunResult(log, budget, nodes)
     whatif = WhatIf(profile, registry, state.nodes, state.pods, services=services, now=state.now)
