@@ -50,7 +50,7 @@ def _healthy(p: Pod) -> bool:
         return False
     for c in (p.raw.get("status") or {}).get("conditions") or ():
         if c.get("type") == "Ready":
-            return c.get("status") == "True"
+            return bool(c.get("status") == "True")
     return True
 
 
@@ -123,7 +123,9 @@ class Budget:
             per_ns[p.namespace] += 1
         for key, n in need.items():
             if n > self.allowed[key]:
-                return f"PodDisruptionBudget {key} allows {self.allowed[key]} disruption(s), the plan needs {n}"
+                return (
+                    f"PodDisruptionBudget {key} allows {self.allowed[key]} disruption(s), the plan needs {n}"
+                )
         for cap in (lim.total, lim.rate):
             if cap is not None and self.total + len(pods) > cap:
                 return f"the plan needs {len(pods)} evictions, {cap - self.total} left in this run"

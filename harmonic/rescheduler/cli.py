@@ -32,7 +32,9 @@ def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
         except (OSError, yaml.YAMLError) as e:
             raise click.ClickException(f"{path}: {e}") from None
         for d in docs:
-            if isinstance(d, Mapping) and d.get("kind") == "List" or isinstance(d, Mapping) and "items" in d and "kind" not in d:
+            if (isinstance(d, Mapping) and d.get("kind") == "List") or (
+                isinstance(d, Mapping) and "items" in d and "kind" not in d
+            ):
                 yield from (i for i in d.get("items") or () if isinstance(i, Mapping))
             elif isinstance(d, Mapping):
                 yield d
@@ -41,7 +43,9 @@ def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
 def table(result: RunResult) -> str:
     rows = [("POD", "FROM", "TO", "WHY", "GAIN")]
     for e in result.log.evictions:
-        rows.append((e.pod.key, e.node, e.to or "-", f"{e.plugin}: {e.why}", "-" if e.gain is None else f"{e.gain:g}"))
+        rows.append(
+            (e.pod.key, e.node, e.to or "-", f"{e.plugin}: {e.why}", "-" if e.gain is None else f"{e.gain:g}")
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows]
     for n in result.log.nominations:
@@ -63,15 +67,43 @@ def as_json(result: RunResult) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False), help="DeschedulerPolicy (descheduler/v1alpha2) YAML.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="KubeSchedulerConfiguration whose profile simulates placement (default: kube-scheduler's default profile).")
+@click.option(
+    "--policy",
+    "policy_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="DeschedulerPolicy (descheduler/v1alpha2) YAML.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration whose profile simulates placement (default: kube-scheduler's default profile).",
+)
 @click.option("--profile", default=None, help="Profile of --config to simulate with (default: its first).")
-@click.option("--manifests", "manifests", multiple=True, type=click.Path(exists=True, dir_okay=False), help="Cluster objects to read (repeatable).")
-@click.option("--once", is_flag=True, help="Run once and exit (required: the live loop is not available yet).")
+@click.option(
+    "--manifests",
+    "manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Cluster objects to read (repeatable).",
+)
+@click.option(
+    "--once", is_flag=True, help="Run once and exit (required: the live loop is not available yet)."
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the plan as JSON.")
-@click.option("--max-evictions-per-run", type=click.IntRange(min=0), default=None, help="Global eviction rate per run.")
-@click.option("--cooldown", type=float, default=600.0, show_default=True, help="Seconds before a moved pod may move again.")
+@click.option(
+    "--max-evictions-per-run", type=click.IntRange(min=0), default=None, help="Global eviction rate per run."
+)
+@click.option(
+    "--cooldown",
+    type=float,
+    default=600.0,
+    show_default=True,
+    help="Seconds before a moved pod may move again.",
+)
 @click.option("--now", type=float, default=None, help="Current time in epoch seconds (default: the clock).")
 def reschedule(
     policy_path: str,
@@ -90,7 +122,9 @@ def reschedule(
     from harmonic.plugins.registry import default_registry
 
     if not (once and dry_run and manifests):
-        raise click.UsageError("only `--once --dry-run --manifests FILE...` is available: the live loop is not built yet")
+        raise click.UsageError(
+            "only `--once --dry-run --manifests FILE...` is available: the live loop is not built yet"
+        )
     try:
         policy = read_policy(policy_path)
         cfg = _load(config_path)
@@ -102,5 +136,7 @@ def reschedule(
     if profile is not None and profile not in profiles:
         raise click.UsageError(f"--profile {profile!r}: no such profile (have {', '.join(profiles)})")
     prof = profiles[profile] if profile else cfg.profiles[0]
-    result = run_once(policy, state, prof, default_registry(), options=RunOptions(max_evictions_per_run, cooldown))
+    result = run_once(
+        policy, state, prof, default_registry(), options=RunOptions(max_evictions_per_run, cooldown)
+    )
     click.echo(json.dumps(as_json(result), indent=2) if as_json_flag else table(result))

@@ -74,7 +74,9 @@ class PodProtections(PluginArgs):
     def _valid(self) -> PodProtections:
         for p in self.extra_enabled:
             if p not in EXTRA_PROTECTIONS:
-                raise ValueError(f"extraEnabled: invalid pod protection policy {p!r}, valid: {EXTRA_PROTECTIONS}")
+                raise ValueError(
+                    f"extraEnabled: invalid pod protection policy {p!r}, valid: {EXTRA_PROTECTIONS}"
+                )
         for p in self.default_disabled:
             if p not in DEFAULT_PROTECTIONS:
                 raise ValueError(
@@ -175,7 +177,11 @@ def has_local_storage(pod: Pod) -> bool:
 
 
 def pvc_claims(pod: Pod) -> list[str]:
-    return [str(v["persistentVolumeClaim"].get("claimName", "")) for v in volumes(pod) if v.get("persistentVolumeClaim")]
+    return [
+        str(v["persistentVolumeClaim"].get("claimName", ""))
+        for v in volumes(pod)
+        if v.get("persistentVolumeClaim")
+    ]
 
 
 class DefaultEvictor:
@@ -206,30 +212,46 @@ class DefaultEvictor:
         a, add = self.args, self.constraints.append
         prot = a.protections()
         if "SystemCriticalPods" in prot:
-            add(lambda p: "pod has system critical priority" if p.priority >= SYSTEM_CRITICAL_PRIORITY else None)
+            add(
+                lambda p: (
+                    "pod has system critical priority" if p.priority >= SYSTEM_CRITICAL_PRIORITY else None
+                )
+            )
             threshold = self._threshold()
             if threshold is not None:
                 add(
-                    lambda p: "pod has higher priority than the priority threshold"
-                    if "priority" in p.spec and p.priority >= threshold
-                    else None
+                    lambda p: (
+                        "pod has higher priority than the priority threshold"
+                        if "priority" in p.spec and p.priority >= threshold
+                        else None
+                    )
                 )
         if "FailedBarePods" in prot:
             add(lambda p: "pod does not have any ownerRefs" if not p.owners else None)
         else:
             add(
-                lambda p: "pod does not have any ownerRefs and is not failed"
-                if not p.owners and p.phase != "Failed"
-                else None
+                lambda p: (
+                    "pod does not have any ownerRefs and is not failed"
+                    if not p.owners and p.phase != "Failed"
+                    else None
+                )
             )
         if "PodsWithLocalStorage" in prot:
             add(lambda p: "pod has local storage" if has_local_storage(p) else None)
         if "DaemonSetPods" in prot:
-            add(lambda p: "daemonset pods are protected" if any(o.kind == "DaemonSet" for o in p.owners) else None)
+            add(
+                lambda p: (
+                    "daemonset pods are protected" if any(o.kind == "DaemonSet" for o in p.owners) else None
+                )
+            )
         if "PodsWithPVC" in prot:
             add(self._pvc_constraint())
         if "PodsWithoutPDB" in prot:
-            add(lambda p: None if any(b.covers(p) for b in self.state.pdbs) else "pod has no PodDisruptionBudget")
+            add(
+                lambda p: (
+                    None if any(b.covers(p) for b in self.state.pdbs) else "pod has no PodDisruptionBudget"
+                )
+            )
         if "PodsWithResourceClaims" in prot:
             add(lambda p: "pod has ResourceClaims" if p.spec.get("resourceClaims") else None)
         if a.label_selector is not None:
@@ -266,13 +288,18 @@ class DefaultEvictor:
             return pt.value
         if pt.name:
             if pt.name not in self.state.priority_classes:
-                raise ValueError(f"{NAME}: priorityThreshold.name: no PriorityClass {pt.name!r} in the cluster")
+                raise ValueError(
+                    f"{NAME}: priorityThreshold.name: no PriorityClass {pt.name!r} in the cluster"
+                )
             return self.state.priority_classes[pt.name]
         return None
 
     def _pvc_constraint(self) -> Constraint:
         cfg = self.args.pod_protections.config
-        protected = {sc.name for sc in (cfg.pods_with_pvc.protected_storage_classes if cfg and cfg.pods_with_pvc else ())}
+        protected = {
+            sc.name
+            for sc in (cfg.pods_with_pvc.protected_storage_classes if cfg and cfg.pods_with_pvc else ())
+        }
         if not protected:
             return lambda p: "pod with PVC is protected" if pvc_claims(p) else None
 

@@ -119,7 +119,9 @@ class Evictor:
         created = created_at(pod)
         return t is not None and now - t < self.cooldown and (created is None or created >= t)
 
-    def evict(self, pod: Pod, plugin: str, why: str, *, move: bool, min_gain: float = 0.0, plan: str = "") -> bool:
+    def evict(
+        self, pod: Pod, plugin: str, why: str, *, move: bool, min_gain: float = 0.0, plan: str = ""
+    ) -> bool:
         """Evict ``pod`` (recorded; the runner executes or prints). False when refused or pointless;
         ``EvictionLimitError`` when a limit is reached."""
         if pod.uid in self.evicted:
@@ -221,7 +223,9 @@ class Handle:
         return [p for p in self.state.pods_on(node, terminal) if p.uid not in self.evictor.evicted]
 
 
-def evict_each(handle: Handle, pods: Sequence[Pod], plugin: str, why: str, *, move: bool, node_limit: str = "break") -> bool:
+def evict_each(
+    handle: Handle, pods: Sequence[Pod], plugin: str, why: str, *, move: bool, node_limit: str = "break"
+) -> bool:
     """Evict pods in order with descheduler's limit handling: a node limit stops this node's loop
     (``node_limit="break"``) or skips the pod (``"continue"``); the total limit stops the plugin
     (returns False)."""

@@ -110,7 +110,11 @@ def plugin_args(source: str, path: str, plugin: str, model: type[PluginArgs], ra
     except ValidationError as e:
         first = e.errors()[0]
         where = _loc(first["loc"])
-        msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+        msg = (
+            "unknown field"
+            if first["type"] == "extra_forbidden"
+            else first["msg"].removeprefix("Value error, ")
+        )
         return _raise(f"{source}: {path}{'.' + where if where else ''}: {msg}")
 
 
@@ -135,7 +139,9 @@ def _profile(source: str, i: int, raw: Any, registry: Mapping[str, type[Reschedu
     for key, pset in sets.items():
         point = POINTS.get(str(key).lower())
         if point is None:
-            raise PolicyError(f"{source}: {where}.plugins.{key}: unknown extension point (known: {', '.join(POINTS.values())})")
+            raise PolicyError(
+                f"{source}: {where}.plugins.{key}: unknown extension point (known: {', '.join(POINTS.values())})"
+            )
         path = f"{where}.plugins.{key}"
         if not isinstance(pset, Mapping):
             raise PolicyError(f"{source}: {path}: must be an object with enabled/disabled")
@@ -151,7 +157,9 @@ def _profile(source: str, i: int, raw: Any, registry: Mapping[str, type[Reschedu
             elif cls is None:
                 raise PolicyError(f"{source}: {path}.enabled[{j}]: plugin {pname!r} is not registered")
             elif point not in cls.POINTS:
-                raise PolicyError(f"{source}: {path}.enabled[{j}]: {pname} is not a {point} plugin (it is {', '.join(cls.POINTS)})")
+                raise PolicyError(
+                    f"{source}: {path}.enabled[{j}]: {pname} is not a {point} plugin (it is {', '.join(cls.POINTS)})"
+                )
             if pname not in disabled and pname not in plugins[point]:
                 plugins[point].append(pname)
     for point in ("filter", "preEvictionFilter"):
@@ -197,9 +205,13 @@ def load_policy(
             raise PolicyError(f"{source}: {k}: unknown field")
     mc = data.get("metricsCollector") or {}
     if isinstance(mc, Mapping) and mc.get("enabled"):
-        raise PolicyError(f"{source}: metricsCollector.enabled: actual-usage metrics are not supported by Harmonic's rescheduler")
+        raise PolicyError(
+            f"{source}: metricsCollector.enabled: actual-usage metrics are not supported by Harmonic's rescheduler"
+        )
     if data.get("metricsProviders"):
-        raise PolicyError(f"{source}: metricsProviders: actual-usage metrics are not supported by Harmonic's rescheduler")
+        raise PolicyError(
+            f"{source}: metricsProviders: actual-usage metrics are not supported by Harmonic's rescheduler"
+        )
     node_selector = data.get("nodeSelector") or ""
     if not isinstance(node_selector, str):
         raise PolicyError(f"{source}: nodeSelector: must be a label selector string")
@@ -222,7 +234,9 @@ def load_policy(
         profiles=resolved,
         node_selector=node_selector,
         max_per_node=_uint(source, "maxNoOfPodsToEvictPerNode", data.get("maxNoOfPodsToEvictPerNode")),
-        max_per_namespace=_uint(source, "maxNoOfPodsToEvictPerNamespace", data.get("maxNoOfPodsToEvictPerNamespace")),
+        max_per_namespace=_uint(
+            source, "maxNoOfPodsToEvictPerNamespace", data.get("maxNoOfPodsToEvictPerNamespace")
+        ),
         max_total=_uint(source, "maxNoOfPodsToEvictTotal", data.get("maxNoOfPodsToEvictTotal")),
         eviction_failure_event_notification=bool(efn),
         grace_period_seconds=_uint(source, "gracePeriodSeconds", data.get("gracePeriodSeconds")),

@@ -22,7 +22,14 @@ from harmonic.framework.config import Profile
 from harmonic.framework.registry import Registry
 from harmonic.rescheduler.budget import Budget, Limits
 from harmonic.rescheduler.evictor import DefaultEvictor, is_ready
-from harmonic.rescheduler.framework import BalancePlugin, DeschedulePlugin, Evictor, Handle, ReschedulerPlugin, RunLog
+from harmonic.rescheduler.framework import (
+    BalancePlugin,
+    DeschedulePlugin,
+    Evictor,
+    Handle,
+    ReschedulerPlugin,
+    RunLog,
+)
 from harmonic.rescheduler.plugins.registry import rescheduler_registry
 from harmonic.rescheduler.policy import Policy
 from harmonic.rescheduler.selectors import parse_label_selector
@@ -64,12 +71,15 @@ def run_once(
     *,
     services: Mapping[str, Any] | None = None,
     recent: dict[str, float] | None = None,
-    options: RunOptions = RunOptions(),
+    options: RunOptions | None = None,
 ) -> RunResult:
     """Decide this run's evictions. ``recent`` (pod uid / ``owner:<uid>`` -> eviction time) carries the
     cool-down across runs; the caller adds the evictions it executes."""
+    options = options or RunOptions()
     nodes = policy_nodes(policy, state)
-    limits = Limits(policy.max_per_node, policy.max_per_namespace, policy.max_total, options.max_evictions_per_run)
+    limits = Limits(
+        policy.max_per_node, policy.max_per_namespace, policy.max_total, options.max_evictions_per_run
+    )
     budget = Budget(limits, state.pdbs, state.pods)
     log = RunLog()
     if len(nodes) < options.min_nodes:
@@ -80,7 +90,9 @@ def run_once(
     registry_r = rescheduler_registry()
 
     def fits_elsewhere(pod: Pod, names: list[str]) -> bool:
-        slots = np.asarray([whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64)
+        slots = np.asarray(
+            [whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64
+        )
         ok, _ = whatif.feasible(replacement(pod), slots)
         return len(ok) > 0
 

@@ -56,7 +56,9 @@ def from_manifests(objects: Iterable[Mapping[str, Any]], now: float = 0.0) -> Cl
         elif kind == "PriorityClass":
             value = obj.get("value")
             if not isinstance(value, int):
-                raise ObjectError(f"PriorityClass {(obj.get('metadata') or {}).get('name')}", "value", "must be an integer")
+                raise ObjectError(
+                    f"PriorityClass {(obj.get('metadata') or {}).get('name')}", "value", "must be an integer"
+                )
             state.priority_classes[str((obj.get("metadata") or {}).get("name"))] = value
         elif kind == "PersistentVolumeClaim":
             meta = obj.get("metadata") or {}

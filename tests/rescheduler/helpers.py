@@ -16,10 +16,21 @@ _REGISTRY = default_registry()
 
 
 def policy(*profiles: Mapping[str, Any], **top: Any) -> dict[str, Any]:
-    return {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": list(profiles), **top}
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": list(profiles),
+        **top,
+    }
 
 
-def profile(point: str, plugin: str, args: Mapping[str, Any] | None = None, evictor: Mapping[str, Any] | None = None, name: str = "p") -> dict[str, Any]:
+def profile(
+    point: str,
+    plugin: str,
+    args: Mapping[str, Any] | None = None,
+    evictor: Mapping[str, Any] | None = None,
+    name: str = "p",
+) -> dict[str, Any]:
     configs = []
     if args is not None:
         configs.append({"name": plugin, "args": dict(args)})
@@ -33,12 +44,14 @@ def run(
     objects: Iterable[Mapping[str, Any]],
     now: float = NOW,
     scheduler: Mapping[str, Any] | None = None,
-    options: RunOptions = RunOptions(),
+    options: RunOptions | None = None,
     recent: dict[str, float] | None = None,
 ) -> RunResult:
     state = from_manifests(objects, now=now)
     cfg = load_config(scheduler, _REGISTRY, source="<test>")
-    return run_once(load_policy(pol), state, cfg.profiles[0], _REGISTRY, options=options, recent=recent)
+    return run_once(
+        load_policy(pol), state, cfg.profiles[0], _REGISTRY, options=options or RunOptions(), recent=recent
+    )
 
 
 def evicted(result: RunResult) -> list[str]:

@@ -40,7 +40,11 @@ def filtered(handle: Handle, args: FilteredArgs) -> PodFilter:
 
 
 def waiting_reasons(statuses: Iterable[Mapping[str, Any]]) -> list[str]:
-    return [str((s.get("state") or {}).get("waiting", {}).get("reason", "")) for s in statuses if (s.get("state") or {}).get("waiting")]
+    return [
+        str((s.get("state") or {}).get("waiting", {}).get("reason", ""))
+        for s in statuses
+        if (s.get("state") or {}).get("waiting")
+    ]
 
 
 def terminated(statuses: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -81,6 +85,11 @@ def priority_low_to_high(pods: Iterable[Pod]) -> list[Pod]:
 
     def key(p: Pod) -> tuple[int, int, int, int]:
         has = "priority" in p.spec and p.spec.get("priority") is not None
-        return (int(has), p.priority if has else 0, _QOS_RANK[qos_class(p)], int(NO_EVICTION_ANNOTATION in p.annotations))
+        return (
+            int(has),
+            p.priority if has else 0,
+            _QOS_RANK[qos_class(p)],
+            int(NO_EVICTION_ANNOTATION in p.annotations),
+        )
 
     return sorted(pods, key=key)

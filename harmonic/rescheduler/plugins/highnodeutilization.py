@@ -42,7 +42,9 @@ class HighNodeUtilizationArgs(PluginArgs):
     @model_validator(mode="after")
     def _valid(self) -> HighNodeUtilizationArgs:
         if self.evictable_namespaces is not None and self.evictable_namespaces.include:
-            raise ValueError("evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported")
+            raise ValueError(
+                "evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported"
+            )
         check_thresholds("thresholds", self.thresholds)
         return self
 

@@ -47,7 +47,9 @@ class RemovePodsViolatingInterPodAntiAffinity(DeschedulePlugin):
     def deschedule(self, nodes: list[Node]) -> None:
         keep = filtered(self.handle, self.args)
         for n in nodes:
-            pods = priority_low_to_high(p for p in self.handle.pods_on(n.name) if keep(p) and has_required_anti_affinity(p))
+            pods = priority_low_to_high(
+                p for p in self.handle.pods_on(n.name) if keep(p) and has_required_anti_affinity(p)
+            )
             for p in pods:
                 if not self.violates(p, n.name):
                     continue

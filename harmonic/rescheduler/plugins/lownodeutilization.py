@@ -50,7 +50,9 @@ class LowNodeUtilizationArgs(PluginArgs):
     @model_validator(mode="after")
     def _valid(self) -> LowNodeUtilizationArgs:
         if self.evictable_namespaces is not None and self.evictable_namespaces.include:
-            raise ValueError("evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported")
+            raise ValueError(
+                "evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported"
+            )
         check_thresholds("thresholds", self.thresholds)
         check_thresholds("targetThresholds", self.target_thresholds)
         if set(self.thresholds) != set(self.target_thresholds):
@@ -59,7 +61,9 @@ class LowNodeUtilizationArgs(PluginArgs):
             if v > self.target_thresholds[r] and not self.use_deviation_thresholds:
                 raise ValueError(f"thresholds' {r} percentage is greater than targetThresholds'")
         if self.metrics_utilization is not None:
-            raise ValueError("metricsUtilization: actual-usage metrics are not supported by Harmonic's rescheduler")
+            raise ValueError(
+                "metricsUtilization: actual-usage metrics are not supported by Harmonic's rescheduler"
+            )
         return self
 
 

@@ -113,7 +113,9 @@ class MakeRoomForPending(BalancePlugin):
                 continue
             started += 1
             h.log.nominations.append(Nomination(p, plan.node, plan_id))
-            h.log.plans.append((plan_id, "started", f"{p.key} -> {plan.node} moving {len(plan.moves)} pod(s)"))
+            h.log.plans.append(
+                (plan_id, "started", f"{p.key} -> {plan.node} moving {len(plan.moves)} pod(s)")
+            )
             for m, src, dst in plan.moves:
                 h.evictor.record_move(m, src, dst, self.NAME, f"make room on {src} for {p.key}", plan_id)
 
@@ -125,7 +127,9 @@ class MakeRoomForPending(BalancePlugin):
         snap = w.snapshot
         ok, _ = w.feasible(probe(pod))
         names = snap.names()
-        ok = np.asarray([s for s in ok.tolist() if names[s] in allowed and names[s] not in exclude], dtype=np.int64)
+        ok = np.asarray(
+            [s for s in ok.tolist() if names[s] in allowed and names[s] not in exclude], dtype=np.int64
+        )
         if len(ok) == 0:
             return []
         need = snap.pod_vector(pod)
@@ -144,7 +148,11 @@ class MakeRoomForPending(BalancePlugin):
         return [str(names[ok[i]]) for i in order[: self.args.candidate_nodes]]
 
     def _may_move(self, q: Pod) -> bool:
-        return self.movable(q) and not self.handle.evictor.cooling(q) and q.uid not in self.handle.evictor.evicted
+        return (
+            self.movable(q)
+            and not self.handle.evictor.cooling(q)
+            and q.uid not in self.handle.evictor.evicted
+        )
 
     def search(self, pod: Pod, allowed: set[str]) -> Plan | None:
         """The cheapest valid plan over the candidate nodes, left applied on the what-if snapshot."""
@@ -174,6 +182,11 @@ class MakeRoomForPending(BalancePlugin):
         k = len(need)
         pool = [q for q in list(snap.pods[slot].values()) if self._may_move(q)]
         chosen: list[Pod] = []
+        inv = 1.0 / np.maximum(snap.allocatable[slot, :k], 1)
+
+        def size(q: Pod) -> float:
+            return float(snap.pod_vector(q)[:k] @ inv)
+
         while not w.fits(pod, node):
             if not pool or len(chosen) >= self.args.max_moves_per_pod:
                 return None
@@ -181,7 +194,6 @@ class MakeRoomForPending(BalancePlugin):
             low = min(q.priority for q in pool)
             tier = [q for q in pool if q.priority == low]
             closing = [q for q in tier if (snap.pod_vector(q)[:k] >= short).all()]
-            size = lambda q: int(snap.pod_vector(q)[:k] @ (1.0 / np.maximum(snap.allocatable[slot, :k], 1)) * 1e6)  # noqa: E731
             q = min(closing, key=size) if closing else max(tier, key=size)
             pool.remove(q)
             chosen.append(q)

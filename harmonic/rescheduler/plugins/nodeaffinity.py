@@ -25,7 +25,13 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 class RemovePodsViolatingNodeAffinityArgs(FilteredArgs):
-    node_affinity_type: tuple[Literal["requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"], ...] = ()
+    node_affinity_type: tuple[
+        Literal[
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ],
+        ...,
+    ] = ()
 
     @field_validator("node_affinity_type")
     @classmethod
@@ -42,7 +48,11 @@ def matches_required(pod: Pod, node: Node) -> bool:
 
 
 def preferred_weight(pod: Pod, node: Node) -> int:
-    return sum(t.weight for t in pod.preferred_affinity if t.term is not None and t.term.matches(node.labels, node.name))
+    return sum(
+        t.weight
+        for t in pod.preferred_affinity
+        if t.term is not None and t.term.matches(node.labels, node.name)
+    )
 
 
 class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
@@ -77,6 +87,10 @@ class RemovePodsViolatingNodeAffinity(DeschedulePlugin):
                         best = max((preferred_weight(p, m) for m in fitting), default=0)
                         if fitting and best > preferred_weight(p, n):
                             pods.append(p)
-                why = "node no longer matches the pod's required node affinity" if kind == REQUIRED else "a node it prefers more has room"
+                why = (
+                    "node no longer matches the pod's required node affinity"
+                    if kind == REQUIRED
+                    else "a node it prefers more has room"
+                )
                 if not evict_each(self.handle, pods, self.NAME, why, move=True):
                     return

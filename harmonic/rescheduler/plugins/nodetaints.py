@@ -53,6 +53,12 @@ class RemovePodsViolatingNodeTaints(DeschedulePlugin):
             taints = [t for t in n.taints if self._counts(t)]
             if not taints:
                 continue
-            pods = [p for p in self.handle.pods_on(n.name) if keep(p) and not all(tolerated(p.tolerations, t) for t in taints)]
-            if not evict_each(self.handle, pods, self.NAME, "does not tolerate a taint of its node", move=True):
+            pods = [
+                p
+                for p in self.handle.pods_on(n.name)
+                if keep(p) and not all(tolerated(p.tolerations, t) for t in taints)
+            ]
+            if not evict_each(
+                self.handle, pods, self.NAME, "does not tolerate a taint of its node", move=True
+            ):
                 return

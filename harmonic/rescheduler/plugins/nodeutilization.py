@@ -8,7 +8,7 @@ classifying a thousand nodes is a few numpy operations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod
 from harmonic.api.resources import CPU, MEMORY, PODS
-from harmonic.api.taints import tolerated
+from harmonic.api.taints import Taint, tolerated
 from harmonic.rescheduler.args import Namespaces
 from harmonic.rescheduler.budget import EvictionLimitError
 from harmonic.rescheduler.framework import Handle
@@ -75,10 +75,10 @@ def capped(capacity: np.ndarray, resources: list[str], high: np.ndarray, configu
     return np.where(mask, scaled, capacity)
 
 
-def tolerates_some(pod: Pod, taints_of: list[tuple[object, ...]]) -> bool:
+def tolerates_some(pod: Pod, taints_of: Sequence[tuple[Taint, ...]]) -> bool:
     """utils.PodToleratesTaints: the pod tolerates every taint of at least one destination node."""
     for taints in taints_of:
-        if len(pod.tolerations) >= len(taints) and all(tolerated(pod.tolerations, t) for t in taints):  # type: ignore[arg-type]
+        if len(pod.tolerations) >= len(taints) and all(tolerated(pod.tolerations, t) for t in taints):
             return True
     return False
 

@@ -24,12 +24,32 @@ from harmonic.rescheduler.plugins.common import filtered, terminated, waiting_re
 from harmonic.rescheduler.state import container_statuses, created_at
 
 ALLOWED_STATES = frozenset(
-    (
-        "Running Pending Succeeded Failed Unknown NodeAffinity NodeLost Shutdown UnexpectedAdmissionError "
-        "PodInitializing ContainerCreating ImagePullBackOff CrashLoopBackOff CreateContainerConfigError "
-        "ErrImagePull CreateContainerError InvalidImageName OOMKilled Error Completed DeadlineExceeded "
-        "Evicted ContainerCannotRun StartError"
-    ).split()
+    [
+        "Running",
+        "Pending",
+        "Succeeded",
+        "Failed",
+        "Unknown",
+        "NodeAffinity",
+        "NodeLost",
+        "Shutdown",
+        "UnexpectedAdmissionError",
+        "PodInitializing",
+        "ContainerCreating",
+        "ImagePullBackOff",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "ErrImagePull",
+        "CreateContainerError",
+        "InvalidImageName",
+        "OOMKilled",
+        "Error",
+        "Completed",
+        "DeadlineExceeded",
+        "Evicted",
+        "ContainerCannotRun",
+        "StartError",
+    ]
 )
 
 
@@ -118,7 +138,10 @@ class PodLifeTime(DeschedulePlugin):
             kinds.append("ephemeralContainerStatuses")
         for k in kinds:
             st = container_statuses(p, k)
-            if set(waiting_reasons(st)) & states or {str(t.get("reason", "")) for t in terminated(st)} & states:
+            if (
+                set(waiting_reasons(st)) & states
+                or {str(t.get("reason", "")) for t in terminated(st)} & states
+            ):
                 return True
         return False
 
@@ -126,7 +149,7 @@ class PodLifeTime(DeschedulePlugin):
         now = self.handle.state.now
         for f in self.args.conditions:
             for c in (p.raw.get("status") or {}).get("conditions") or ():
-                if f.type and c.get("type") != f.type or f.status and c.get("status") != f.status:
+                if (f.type and c.get("type") != f.type) or (f.status and c.get("status") != f.status):
                     continue
                 if f.reason and c.get("reason") != f.reason:
                     continue
@@ -142,6 +165,11 @@ class PodLifeTime(DeschedulePlugin):
 
     def deschedule(self, nodes: list[Node]) -> None:
         keep = filtered(self.handle, self.args)
-        pods = [p for n in nodes for p in self.handle.pods_on(n.name, terminal=True) if keep(p) and self._matches(p)]
+        pods = [
+            p
+            for n in nodes
+            for p in self.handle.pods_on(n.name, terminal=True)
+            if keep(p) and self._matches(p)
+        ]
         pods.sort(key=lambda p: created_at(p) or 0.0)
         evict_each(self.handle, pods, self.NAME, "pod lifetime exceeded", move=False, node_limit="continue")

@@ -36,7 +36,9 @@ def _images(p: Pod) -> list[str]:
 
 
 def _placement_key(p: Pod) -> tuple[object, ...]:
-    aff = ((p.spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    aff = ((p.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     return (frozenset(p.tolerations), repr(aff), tuple(sorted(p.node_selector.items())))
 
 
@@ -52,7 +54,11 @@ class RemoveDuplicates(BalancePlugin):
         for n in nodes:
             seen: dict[str, list[list[str]]] = {}
             for p in self.handle.pods_on(n.name):
-                if not keep(p) or not p.owners or any(o.kind in self.args.exclude_owner_kinds for o in p.owners):
+                if (
+                    not keep(p)
+                    or not p.owners
+                    or any(o.kind in self.args.exclude_owner_kinds for o in p.owners)
+                ):
                     continue
                 images = _images(p)
                 digest = "#".join(images)
@@ -77,7 +83,12 @@ class RemoveDuplicates(BalancePlugin):
                     continue
                 for p in pods[upper - 1 :]:
                     try:
-                        self.handle.evictor.evict(p, self.NAME, f"more than {upper} replicas of {owner[1]}/{owner[2]} on {node_name}", move=True)
+                        self.handle.evictor.evict(
+                            p,
+                            self.NAME,
+                            f"more than {upper} replicas of {owner[1]}/{owner[2]} on {node_name}",
+                            move=True,
+                        )
                     except EvictionLimitError as e:
                         if e.scope == "total":
                             return

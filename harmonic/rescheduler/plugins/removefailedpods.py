@@ -50,13 +50,16 @@ class RemoveFailedPods(DeschedulePlugin):
                 reasons.append(str(p.raw["status"]["reason"]))
             if not set(reasons) & set(a.reasons):
                 return False
-        if a.exit_codes and not {t.get("exitCode") for t in terminated(statuses)} & set(a.exit_codes):
-            return False
-        return True
+        codes = {t.get("exitCode") for t in terminated(statuses)}
+        return not a.exit_codes or bool(codes & set(a.exit_codes))
 
     def deschedule(self, nodes: list[Node]) -> None:
         keep = filtered(self.handle, self.args)
         for n in nodes:
-            pods = [p for p in self.handle.pods_on(n.name, terminal=True) if p.phase == "Failed" and keep(p) and self._can_evict(p)]
+            pods = [
+                p
+                for p in self.handle.pods_on(n.name, terminal=True)
+                if p.phase == "Failed" and keep(p) and self._can_evict(p)
+            ]
             if not evict_each(self.handle, pods, self.NAME, "pod failed", move=False):
                 return

@@ -67,5 +67,11 @@ class RemovePodsHavingTooManyRestarts(DeschedulePlugin):
                 if keep(p) and restarts(p, init) >= self.args.pod_restart_threshold and self._in_states(p)
             ]
             pods.sort(key=lambda p: -restarts(p, init))
-            if not evict_each(self.handle, pods, self.NAME, f"{restarts(pods[0], init) if pods else 0}+ restarts", move=False):
+            if not evict_each(
+                self.handle,
+                pods,
+                self.NAME,
+                f"{restarts(pods[0], init) if pods else 0}+ restarts",
+                move=False,
+            ):
                 return

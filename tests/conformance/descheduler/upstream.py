@@ -24,7 +24,10 @@ def build_pod(name: str, cpu: int, memory: int, node: str, apply: Apply = None) 
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": req}}], "nodeName": node},
+        "spec": {
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": req}}],
+            "nodeName": node,
+        },
         "status": {},
     }
     if apply is not None:
@@ -39,7 +42,11 @@ def build_node(name: str, millicpu: int, mem: int, pods: int, apply: Apply = Non
         "kind": "Node",
         "metadata": {"name": name, "labels": {}},
         "spec": {},
-        "status": {"capacity": dict(alloc), "allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
     if apply is not None:
         apply(n)
@@ -51,7 +58,9 @@ def normal_owner(p: Obj) -> None:
 
 
 def rs_owner(p: Obj) -> None:
-    p["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "apiVersion": "v1", "name": "replicaset-1", "uid": ""}]
+    p["metadata"]["ownerReferences"] = [
+        {"kind": "ReplicaSet", "apiVersion": "v1", "name": "replicaset-1", "uid": ""}
+    ]
 
 
 def ds_owner(p: Obj) -> None:
@@ -67,7 +76,9 @@ def mirror(p: Obj) -> None:
 
 
 def local_storage(p: Obj) -> None:
-    p["spec"]["volumes"] = [{"name": "sample", "hostPath": {"path": "somePath"}, "emptyDir": {"sizeLimit": "10"}}]
+    p["spec"]["volumes"] = [
+        {"name": "sample", "hostPath": {"path": "somePath"}, "emptyDir": {"sizeLimit": "10"}}
+    ]
 
 
 def critical(p: Obj) -> None:
