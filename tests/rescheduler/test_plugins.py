@@ -26,7 +26,12 @@ def P(name: str, on: str, cpu: str = "1", owner: str = "rs", **extra: Any) -> di
 
 
 def test_node_taints_moves_pods_that_do_not_tolerate():
-    objs = [N("n1", taint=("dedicated", "gpu")), N("n2"), P("a", "n1"), P("b", "n1", tolerations=[{"key": "dedicated", "operator": "Exists"}])]
+    objs = [
+        N("n1", taint=("dedicated", "gpu")),
+        N("n2"),
+        P("a", "n1"),
+        P("b", "n1", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+    ]
     r = run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), objs)
     assert [(e.pod.name, e.node, e.to) for e in r.log.evictions] == [("a", "n1", "n2")]
 
@@ -34,7 +39,12 @@ def test_node_taints_moves_pods_that_do_not_tolerate():
 def test_node_taints_excluded_and_prefer_no_schedule():
     objs = [N("n1", taint=("k", "v", "PreferNoSchedule")), N("n2"), P("a", "n1")]
     assert evicted(run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), objs)) == []
-    assert evicted(run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints", {"includePreferNoSchedule": True})), objs)) == ["a"]
+    assert evicted(
+        run(
+            policy(profile("deschedule", "RemovePodsViolatingNodeTaints", {"includePreferNoSchedule": True})),
+            objs,
+        )
+    ) == ["a"]
     args = {"includePreferNoSchedule": True, "excludedTaints": ["k=v"]}
     assert evicted(run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints", args)), objs)) == []
 
@@ -47,7 +57,15 @@ def test_no_churn_when_the_replacement_fits_nowhere_else():
 
 
 def test_node_affinity_required():
-    aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}}
+    aff = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}
+                ]
+            }
+        }
+    }
     objs = [N("n1"), N("n2", label=("disk", "ssd")), P("a", "n1", affinity=aff), P("b", "n2", affinity=aff)]
     args = {"nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]}
     r = run(policy(profile("deschedule", "RemovePodsViolatingNodeAffinity", args)), objs)
@@ -55,18 +73,40 @@ def test_node_affinity_required():
 
 
 def test_node_affinity_preferred():
-    aff = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}
+    aff = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {
+                        "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]
+                    },
+                }
+            ]
+        }
+    }
     objs = [N("n1"), N("n2", label=("disk", "ssd")), P("a", "n1", affinity=aff)]
     args = {"nodeAffinityType": ["preferredDuringSchedulingIgnoredDuringExecution"]}
     assert evicted(run(policy(profile("deschedule", "RemovePodsViolatingNodeAffinity", args)), objs)) == ["a"]
 
 
 def test_inter_pod_anti_affinity_uses_the_scheduler_filter():
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
     a = P("a", "n1", affinity=anti)
     db = P("db", "n1", owner="db")
     db["metadata"]["labels"] = {"app": "db"}
-    objs = [N("n1", label=("kubernetes.io/hostname", "n1")), N("n2", label=("kubernetes.io/hostname", "n2")), a, db]
+    objs = [
+        N("n1", label=("kubernetes.io/hostname", "n1")),
+        N("n2", label=("kubernetes.io/hostname", "n2")),
+        a,
+        db,
+    ]
     r = run(policy(profile("deschedule", "RemovePodsViolatingInterPodAntiAffinity")), objs)
     assert [(e.pod.name, e.to) for e in r.log.evictions] == [("a", "n2")]
 
@@ -99,19 +139,35 @@ def test_high_node_utilization_empties_under_used_nodes_with_bin_packing():
     packing = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}],
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [
+                    {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+                ],
+            }
+        ],
     }
-    r = run(policy(profile("balance", "HighNodeUtilization", {"thresholds": {"cpu": 30}})), objs, scheduler=packing)
+    r = run(
+        policy(profile("balance", "HighNodeUtilization", {"thresholds": {"cpu": 30}})),
+        objs,
+        scheduler=packing,
+    )
     assert [(e.pod.name, e.node, e.to) for e in r.log.evictions] == [("a", "n1", "n2")]
 
 
 def test_pod_lifetime_and_failed_pods_evict_without_simulation():
     old, young = P("old", "n1", age=7200), P("young", "n1", age=60)
-    r = run(policy(profile("deschedule", "PodLifeTime", {"maxPodLifeTimeSeconds": 3600})), [N("n1"), N("n2"), old, young])
+    r = run(
+        policy(profile("deschedule", "PodLifeTime", {"maxPodLifeTimeSeconds": 3600})),
+        [N("n1"), N("n2"), old, young],
+    )
     assert [(e.pod.name, e.to) for e in r.log.evictions] == [("old", "")]
     failed = P("f", "n1")
     failed["status"] = {"phase": "Failed"}
-    assert evicted(run(policy(profile("deschedule", "RemoveFailedPods", {})), [N("n1"), N("n2"), failed])) == ["f"]
+    assert evicted(
+        run(policy(profile("deschedule", "RemoveFailedPods", {})), [N("n1"), N("n2"), failed])
+    ) == ["f"]
 
 
 def test_total_limit_and_rate():
@@ -126,7 +182,12 @@ def test_pdb_stops_evictions_at_its_allowance():
     objs = [N("n1", taint=("t", "x")), N("n2")] + [P(f"p{i}", "n1", cpu="100m") for i in range(4)]
     for o in objs[2:]:
         o["metadata"]["labels"] = {"app": "web"}
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"}, "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}}
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+    }
     r = run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), [*objs, pdb])
     assert len(r.log.evictions) == 2
     assert r.budget_violations == 0
