@@ -5,7 +5,10 @@ then lowest priority, then least requested resources. A moved pod that fits nowh
 room by moving one more pod (a second hop, ``maxHops: 2``). The target node is then reserved for the
 pending pod (the runner nominates it) before the first eviction, so evicted pods cannot take the room.
 
-Search: candidate nodes are those where the pending pod passes every filter once its requests are
+Search: with ``solver: cp-sat`` (the default, needs the ``rescheduler`` extra) an exact CP-SAT model
+over the candidate nodes and the roomiest ``destinationNodes`` (see ``harmonic.rescheduler.solver``),
+under ``solverTimeLimit`` per round; the greedy search below when it finds nothing or ortools is
+absent, and alone with ``solver: greedy``. Candidate nodes are those where the pending pod passes every filter once its requests are
 ignored (a zero-request probe through the profile's own PreFilter/Filter) and whose allocatable minus
 the requests of the pods that may not move covers it (numpy over all nodes); the ``candidateNodes``
 nodes with the smallest shortfall are tried, greedily choosing victims on each, and the cheapest valid
@@ -13,14 +16,15 @@ plan wins. Each plan is applied to the what-if snapshot and checked there (pendi
 pod pass PreFilter/Filter where the plan puts them) before anything is evicted, and must fit the
 remaining budgets as a whole.
 
-Args (all defaulted): ``pendingThreshold`` ("1m"), ``maxMovesPerPod`` (5), ``maxHops`` (2),
-``candidateNodes`` (16), ``maxPlansInFlight`` (1 per run), ``namespaces``.
+Args (all defaulted): ``pendingThreshold`` ("1m"), ``maxMovesPerPod`` (5), ``maxHops`` (2, greedy
+only), ``candidateNodes`` (16), ``maxPlansInFlight`` (1 per run), ``solver`` ("cp-sat"),
+``solverTimeLimit`` ("1s"), ``destinationNodes`` (32), ``namespaces``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -28,6 +32,7 @@ from pydantic import Field, field_validator
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod, clone_pod
 from harmonic.framework.args import PluginArgs
+from harmonic.rescheduler import solver
 from harmonic.rescheduler.args import Namespaces, parse_duration
 from harmonic.rescheduler.framework import BalancePlugin, Nomination
 from harmonic.rescheduler.plugins.common import pod_filter
@@ -41,9 +46,12 @@ class MakeRoomForPendingArgs(PluginArgs):
     max_hops: int = Field(default=2, ge=1, le=2)
     candidate_nodes: int = Field(default=16, ge=1)
     max_plans_in_flight: int = Field(default=1, ge=1)
+    solver: Literal["cp-sat", "greedy"] = "cp-sat"
+    solver_time_limit: str = "1s"
+    destination_nodes: int = Field(default=32, ge=1)
     namespaces: Namespaces | None = None
 
-    @field_validator("pending_threshold")
+    @field_validator("pending_threshold", "solver_time_limit")
     @classmethod
     def _duration(cls, v: str) -> str:
         parse_duration(v)
@@ -155,7 +163,32 @@ class MakeRoomForPending(BalancePlugin):
         )
 
     def search(self, pod: Pod, allowed: set[str]) -> Plan | None:
-        """The cheapest valid plan over the candidate nodes, left applied on the what-if snapshot."""
+        """The cheapest valid plan found, left applied on the what-if snapshot."""
+        a = self.args
+        if a.solver == "cp-sat" and solver.AVAILABLE:
+            found = solver.solve(
+                self.handle.whatif,
+                pod,
+                self.candidates(pod, allowed, set()),
+                self._may_move,
+                probe,
+                max_moves=a.max_moves_per_pod,
+                destinations=a.destination_nodes,
+                time_limit=parse_duration(a.solver_time_limit),
+            )
+            if found is not None:
+                self.handle.log.plans.append(
+                    (
+                        f"{self.NAME}/{pod.key}",
+                        "solved",
+                        "optimal" if found.optimal else "feasible (time limit)",
+                    )
+                )
+                return self.replay(Plan(pod, found.node, found.moves))
+        return self.greedy(pod, allowed)
+
+    def greedy(self, pod: Pod, allowed: set[str]) -> Plan | None:
+        """The cheapest greedy plan over the candidate nodes, left applied on the what-if snapshot."""
         w = self.handle.whatif
         best: Plan | None = None
         base = w.checkpoint()
