@@ -35,7 +35,9 @@ def load(api, objs) -> None:
         resource = {"Node": "nodes", "Pod": "pods", "PodDisruptionBudget": "poddisruptionbudgets"}[kind]
         created = api.create(resource, _clean(o))
         if kind == "Pod" and o.get("status"):
-            api.set_status("pods", created["metadata"]["name"], o["status"], namespace=created["metadata"]["namespace"])
+            api.set_status(
+                "pods", created["metadata"]["name"], o["status"], namespace=created["metadata"]["namespace"]
+            )
 
 
 def live(transport, pol, dry_run=False, **kw) -> LiveRescheduler:
@@ -65,11 +67,17 @@ def test_eviction_with_event_and_metrics(api, transport):
     r = lr.cycle()
     assert [e.pod.name for e in r.evicted] == ["a"]
     assert api.get("pods", "a", "default") is None
-    evs = wait_until(lambda: [e for e in api.list("events.k8s.io/events") if e.get("reason") == "Descheduled"], what="event")
+    evs = wait_until(
+        lambda: [e for e in api.list("events.k8s.io/events") if e.get("reason") == "Descheduled"],
+        what="event",
+    )
     assert evs[0]["regarding"]["name"] == "a"
     events.stop()
     text = lr.metrics().decode()
-    assert 'descheduler_pods_evicted{namespace="default",node="n1",profile="p",result="success",strategy="RemovePodsViolatingNodeTaints"} 1.0' in text
+    assert (
+        'descheduler_pods_evicted{namespace="default",node="n1",profile="p",result="success",strategy="RemovePodsViolatingNodeTaints"} 1.0'
+        in text
+    )
     assert "descheduler_loop_duration_seconds_count" in text
     assert lr.healthz() is None
 
@@ -140,3 +148,38 @@ def test_api_errors_fail_healthz(api, transport):
     lr = live(transport, TAINTS)
     r = lr.cycle()
     assert r.error and "listing the cluster" in (lr.healthz() or "")
+
+
+def test_cli_once_against_the_api_server(api, tmp_path):
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from harmonic.cli import main
+
+    load(api, tainted())
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    pol = tmp_path / "policy.yaml"
+    pol.write_text(yaml.safe_dump(TAINTS))
+    dry = CliRunner().invoke(
+        main,
+        [
+            "reschedule",
+            "--policy",
+            str(pol),
+            "--once",
+            "--dry-run",
+            "--json",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+    )
+    assert dry.exit_code == 0, dry.output
+    assert [e["pod"] for e in json.loads(dry.output)["evictions"]] == ["default/a"]
+    assert api.get("pods", "a", "default") is not None
+    real = CliRunner().invoke(
+        main, ["reschedule", "--policy", str(pol), "--once", "--kubeconfig", str(kubeconfig)]
+    )
+    assert real.exit_code == 0, real.output
+    assert api.get("pods", "a", "default") is None
