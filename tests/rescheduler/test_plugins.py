@@ -209,3 +209,49 @@ def test_single_node_cluster_is_left_alone():
     objs = [N("n1", taint=("t", "x")), P("a", "n1")]
     r = run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), objs)
     assert evicted(r) == [] and r.log.plans[0][1] == "skipped"
+
+
+def _spread_pod(name: str, on: str, max_skew: int = 1, when: str = "DoNotSchedule") -> dict[str, Any]:
+    o = P(name, on, cpu="100m")
+    o["metadata"]["labels"] = {"app": "web"}
+    o["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": max_skew,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+    return o
+
+
+def test_topology_spread_moves_pods_to_the_emptier_zone():
+    nodes = [N("a1", zone="a"), N("b1", zone="b")]
+    pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
+    r = run(policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint")), nodes + pods)
+    # 4 vs 1 with maxSkew 1: ideal 2.5, move min(ceil(4-2.5), ceil(2.5-1), ceil((3-1)/2)) = 1 pod.
+    assert [(e.node, e.to) for e in r.log.evictions] == [("a1", "b1")]
+
+
+def test_topology_spread_balanced_or_schedule_anyway_is_left_alone():
+    nodes = [N("a1", zone="a"), N("b1", zone="b")]
+    balanced = [_spread_pod("w0", "a1"), _spread_pod("w1", "a1"), _spread_pod("w2", "b1")]
+    pol = policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint"))
+    assert evicted(run(pol, nodes + balanced)) == []
+    soft = [_spread_pod(f"w{i}", "a1", when="ScheduleAnyway") for i in range(4)]
+    assert evicted(run(pol, nodes + soft)) == []
+    both = policy(
+        profile(
+            "balance",
+            "RemovePodsViolatingTopologySpreadConstraint",
+            {"constraints": ["DoNotSchedule", "ScheduleAnyway"]},
+        )
+    )
+    assert len(run(both, nodes + soft).log.evictions) == 2
+
+
+def test_topology_spread_node_fit_needs_room_below_the_average():
+    nodes = [N("a1", zone="a"), N("b1", cpu="100m", zone="b")]
+    pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
+    r = run(policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint")), nodes + pods)
+    assert evicted(r) == []

@@ -13,6 +13,7 @@ from harmonic.rescheduler.plugins.podlifetime import PodLifeTime
 from harmonic.rescheduler.plugins.removeduplicates import RemoveDuplicates
 from harmonic.rescheduler.plugins.removefailedpods import RemoveFailedPods
 from harmonic.rescheduler.plugins.toomanyrestarts import RemovePodsHavingTooManyRestarts
+from harmonic.rescheduler.plugins.topologyspread import RemovePodsViolatingTopologySpreadConstraint
 
 PLUGINS: tuple[type[ReschedulerPlugin], ...] = (
     RemoveDuplicates,
@@ -21,6 +22,7 @@ PLUGINS: tuple[type[ReschedulerPlugin], ...] = (
     RemovePodsViolatingInterPodAntiAffinity,
     RemovePodsViolatingNodeAffinity,
     RemovePodsViolatingNodeTaints,
+    RemovePodsViolatingTopologySpreadConstraint,
     RemovePodsHavingTooManyRestarts,
     PodLifeTime,
     RemoveFailedPods,
