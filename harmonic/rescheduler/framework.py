@@ -87,6 +87,7 @@ class Evictor:
         cooldown: float,
         profile: str,
         evicted: set[str] | None = None,
+        churn_check: bool = True,
     ) -> None:
         self.state = state
         self.whatif = whatif
@@ -99,6 +100,7 @@ class Evictor:
         self.profile = profile
         #: Pods evicted in this run, shared by every profile's evictor.
         self.evicted: set[str] = evicted if evicted is not None else set()
+        self.churn_check = churn_check
 
     def filter(self, pod: Pod) -> bool:
         return pod.uid not in self.evicted and all(f(pod) for f in self._filters)
@@ -126,7 +128,7 @@ class Evictor:
         ``EvictionLimitError`` when a limit is reached."""
         if pod.uid in self.evicted:
             return False
-        if move and self.cooling(pod):
+        if move and self.churn_check and self.cooling(pod):
             self.log.skipped.append(Skipped(pod, plugin, "moved within the cool-down"))
             return False
         self.budget.check_limits(pod)
@@ -135,7 +137,7 @@ class Evictor:
             self.log.skipped.append(Skipped(pod, plugin, refusal))
             return False
         to, gain = "", None
-        if move:
+        if move and self.churn_check:
             verdict = self.simulate_move(pod, min_gain)
             if isinstance(verdict, str):
                 self.log.skipped.append(Skipped(pod, plugin, verdict))

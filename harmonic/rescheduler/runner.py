@@ -45,6 +45,10 @@ class RunOptions:
     cooldown: float = 600.0
     #: Fewer ready nodes than this: do nothing (descheduler's guard against evicting on 0-1 nodes).
     min_nodes: int = 2
+    #: False: descheduler's own behaviour — pods evicted to move them go without simulating where
+    #: their replacement lands, and no cool-down. Only the conformance tests, which check plugins
+    #: against descheduler's tables, turn it off.
+    churn_check: bool = True
 
 
 @dataclass
@@ -110,6 +114,7 @@ def run_once(
             cooldown=options.cooldown,
             profile=prof.name,
             evicted=evicted,
+            churn_check=options.churn_check,
         )
         handle = Handle(state, evictor, whatif, prof.name, log)
         for point in ("deschedule", "balance"):

@@ -116,6 +116,8 @@ def evicted_count(
     now: float = NOW,
 ) -> RunResult:
     """Run one plugin as upstream's unit tests do: called directly, so without descheduler's
-    fewer-than-two-nodes guard; dry run, nothing but the decision counts."""
+    fewer-than-two-nodes guard, and evicting as descheduler does, without Harmonic's no-churn
+    simulation (``churn_check=False``); dry run, nothing but the decision counts."""
     pol = policy(profile(point, plugin, args, evictor), **dict(top or {}))
-    return run(pol, [copy.deepcopy(o) for o in objects], now=now, options=RunOptions(min_nodes=0))
+    options = RunOptions(min_nodes=0, churn_check=False)
+    return run(pol, [copy.deepcopy(o) for o in objects], now=now, options=options)
