@@ -255,3 +255,93 @@ def test_topology_spread_node_fit_needs_room_below_the_average():
     pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
     r = run(policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint")), nodes + pods)
     assert evicted(r) == []
+
+
+PACKING = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+            ],
+        }
+    ],
+}
+
+
+def test_consolidate_empties_the_emptiest_node_all_or_nothing():
+    objs = [
+        N("n1"),
+        N("n2"),
+        N("n3"),
+        P("a", "n1"),
+        P("b", "n2", owner="x"),
+        P("c", "n2", owner="y"),
+        P("d", "n3", cpu="3", owner="z"),
+    ]
+    r = run(policy(profile("balance", "Consolidate")), objs, scheduler=PACKING)
+    assert [(e.pod.name, e.node) for e in r.log.evictions] == [("a", "n1")]
+    assert r.log.evictions[0].to in ("n2", "n3")
+
+
+def test_consolidate_leaves_a_node_whose_pods_cannot_all_move():
+    objs = [N("n1"), N("n2"), P("a", "n1", cpu="1500m"), P("b", "n2", cpu="3", owner="x")]
+    r = run(policy(profile("balance", "Consolidate")), objs, scheduler=PACKING)
+    assert evicted(r) == []
+    assert r.log.plans[0][1] == "skipped"
+
+
+def test_consolidate_keeps_min_nodes():
+    objs = [N("n1"), N("n2"), P("a", "n1"), P("b", "n2", owner="x")]
+    assert (
+        evicted(run(policy(profile("balance", "Consolidate", {"minNodes": 2})), objs, scheduler=PACKING))
+        == []
+    )
+
+
+HARMONY = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance", "weight": 5}]}},
+        }
+    ],
+}
+
+
+def _classed(name: str, on: str, cls: str, owner: str) -> dict[str, Any]:
+    o = P(name, on, owner=owner)
+    o["metadata"]["annotations"] = {"harmonic.dev/class": cls}
+    return o
+
+
+def test_improve_harmony_separates_the_victim_from_its_aggressors():
+    objs = [
+        N("n1"),
+        N("n2"),
+        _classed("web", "n1", "latency-critical", "web"),
+        _classed("batch", "n1", "batch-cpu", "batch"),
+        _classed("batch2", "n1", "batch-cpu", "batch2"),
+    ]
+    r = run(policy(profile("balance", "ImproveHarmony")), objs, scheduler=HARMONY)
+    assert r.log.evictions and all(e.why.startswith("harmony gain") for e in r.log.evictions)
+    where = {"web": "n1", "batch": "n1", "batch2": "n1"}
+    where.update({e.pod.name: e.to for e in r.log.evictions})
+    assert where["web"] not in (where["batch"], where["batch2"])
+
+
+def test_improve_harmony_needs_a_harmony_profile_and_a_gain():
+    objs = [
+        N("n1"),
+        N("n2"),
+        _classed("web", "n1", "latency-critical", "web"),
+        _classed("batch", "n1", "batch-cpu", "batch"),
+    ]
+    r = run(policy(profile("balance", "ImproveHarmony")), objs)
+    assert evicted(r) == [] and r.log.plans[0][1] == "skipped"
+    r = run(policy(profile("balance", "ImproveHarmony", {"minGain": 1000})), objs, scheduler=HARMONY)
+    assert evicted(r) == []

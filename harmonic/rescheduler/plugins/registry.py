@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from harmonic.rescheduler.framework import ReschedulerPlugin
+from harmonic.rescheduler.plugins.consolidate import Consolidate
 from harmonic.rescheduler.plugins.highnodeutilization import HighNodeUtilization
+from harmonic.rescheduler.plugins.improveharmony import ImproveHarmony
 from harmonic.rescheduler.plugins.interpodantiaffinity import RemovePodsViolatingInterPodAntiAffinity
 from harmonic.rescheduler.plugins.lownodeutilization import LowNodeUtilization
 from harmonic.rescheduler.plugins.makeroom import MakeRoomForPending
@@ -27,6 +29,8 @@ PLUGINS: tuple[type[ReschedulerPlugin], ...] = (
     PodLifeTime,
     RemoveFailedPods,
     MakeRoomForPending,
+    Consolidate,
+    ImproveHarmony,
 )
 
 
