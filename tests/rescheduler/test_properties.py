@@ -61,6 +61,8 @@ def clusters(draw):
                     "LowNodeUtilization",
                     "RemoveDuplicates",
                     "RemovePodsViolatingNodeTaints",
+                    "Consolidate",
+                    "RemovePodsViolatingTopologySpreadConstraint",
                 ]
             ),
             min_size=1,
@@ -74,7 +76,7 @@ def _policy(plugins, per_node):
     configs = [
         {"name": "LowNodeUtilization", "args": {"thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 60}}}
     ]
-    deschedule = [p for p in plugins if p.startswith("RemovePodsViolating")]
+    deschedule = [p for p in plugins if p in ("RemovePodsViolatingNodeTaints",)]
     balance = [p for p in plugins if p not in deschedule]
     top = {} if per_node is None else {"maxNoOfPodsToEvictPerNode": per_node}
     return policy(
