@@ -118,6 +118,10 @@ class Plan:
     inert: dict[str, int] = field(default_factory=dict)
     #: Trace rows left out, by reason.
     trace_skipped: dict[str, int] = field(default_factory=dict)
+    #: PodDisruptionBudget manifests, present from the start (status kept by a disruption controller).
+    pdbs: list[Obj] = field(default_factory=list)
+    #: The ``rescheduler:`` key resolved (``harmonic.sim.rescheduler.SimReschedulerSpec``), or None.
+    rescheduler: Any = None
 
 
 # --------------------------------------------------------------------------- nodes
@@ -163,6 +167,7 @@ class _Builder:
         self.skipped: Counter[str] = Counter()
         self.priorities = PriorityClasses()
         self.services: list[Obj] = []
+        self.pdbs: list[Obj] = []
         #: object key -> (created at, deleted at), to refuse clashes and check events' targets.
         self.lifetimes: dict[str, tuple[float, float]] = {}
         self.pool_next: dict[str, int] = {}
@@ -231,6 +236,11 @@ class _Builder:
                         and raw.get("apiVersion") == "v1"
                     ):
                         self.services.append(_service(raw, label, w.namespace))
+                        continue
+                    if isinstance(raw, Mapping) and raw.get("kind") == "PodDisruptionBudget":
+                        from harmonic.sim.rescheduler import check_pdb
+
+                        self.pdbs.append(check_pdb(raw, label, w.namespace))
                         continue
                     obj = check_object(raw, label, w.namespace, self.priorities, dist, self.inert)
                     if obj is not None:
@@ -545,4 +555,14 @@ def build_plan(
         services=b.services,
         inert=dict(sorted(b.inert.items())),
         trace_skipped=dict(sorted(b.skipped.items())),
+        pdbs=b.pdbs,
+        rescheduler=_rescheduler(sc, source, base_dir),
     )
+
+
+def _rescheduler(sc: Scenario, source: str, base_dir: Path) -> Any:
+    if sc.rescheduler is None:
+        return None
+    from harmonic.sim.rescheduler import resolve_spec
+
+    return resolve_spec(sc.rescheduler, source, base_dir)
