@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import field_validator, model_validator
@@ -10,6 +9,9 @@ from pydantic import field_validator, model_validator
 from harmonic.api.errors import ObjectError
 from harmonic.api.selectors import MATCH_EVERYTHING, LabelSelector, label_selector
 from harmonic.framework.args import PluginArgs
+from harmonic.framework.config import parse_duration
+
+__all__ = ["FilteredArgs", "Namespaces", "check_selector", "compile_selector", "parse_duration"]
 
 
 class Namespaces(PluginArgs):
@@ -55,23 +57,3 @@ class FilteredArgs(PluginArgs):
     @classmethod
     def _selector(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_selector(v)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` (``"1h30m"``, ``"90s"``) in seconds; ValueError names the text."""
-    s = text.strip()
-    if s in ("0", ""):
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(s):
-        raise ValueError(f"{text!r} is not a duration (e.g. 90s, 5m, 1h30m)")
-    return total

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from harmonic.cluster.permissions import Permission
+from harmonic.cluster.permissions import Permission, leader_election_permissions
 
 
 def rescheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
@@ -26,19 +26,5 @@ def rescheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         Permission("policy", ("poddisruptionbudgets",), ("list",), "plans stay inside disruption budgets"),
         Permission("", ("events",), ("create", "patch", "update"), "Descheduled / EvictionFailed events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
-        Permission(
-            "coordination.k8s.io",
-            ("leases",),
-            ("create",),
-            "leader election creates its lease (RBAC cannot restrict create by name)",
-            namespaced=True,
-        ),
-        Permission(
-            "coordination.k8s.io",
-            ("leases",),
-            ("get", "update", "patch"),
-            "leader election renews its own lease only",
-            namespaced=True,
-            names=(lease_name,),
-        ),
+        *leader_election_permissions(lease_name),
     )

@@ -58,6 +58,31 @@ def evicted(result: RunResult) -> list[str]:
     return [e.pod.name for e in result.log.evictions]
 
 
+def pdb(name: str, app: str, **spec: Any) -> dict[str, Any]:
+    """A PodDisruptionBudget over the pods labelled ``app``, without a status (computed from spec)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {**spec, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+#: A KubeSchedulerConfiguration whose default profile packs (NodeResourcesFit MostAllocated).
+PACKING = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+            ],
+        }
+    ],
+}
+
+
 def ts(seconds_ago: float) -> str:
     import datetime as dt
 

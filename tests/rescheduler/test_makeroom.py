@@ -6,7 +6,7 @@ import pytest
 
 from harmonic.rescheduler import solver
 from harmonic.testing.builders import pod
-from tests.rescheduler.helpers import policy, profile, run, ts
+from tests.rescheduler.helpers import pdb, policy, profile, run, ts
 from tests.rescheduler.test_plugins import N, P
 
 MAKE_ROOM = policy(profile("balance", "MakeRoomForPending"))
@@ -96,13 +96,8 @@ def test_plan_over_a_pdb_is_not_started(which):
     objs = fragmented()
     for o in objs[3:]:
         o["metadata"]["labels"] = {"app": "web"}
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}},
-    }
-    r = run(make_room(which), [*objs, pdb, pending("big", "2")])
+    budget = pdb("web", "web", maxUnavailable=0)
+    r = run(make_room(which), [*objs, budget, pending("big", "2")])
     assert r.log.evictions == [] and r.log.nominations == []
     assert r.log.plans[-1][1] == "over budget"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from harmonic.rescheduler.runner import RunOptions
 from harmonic.testing.builders import node, pod
-from tests.rescheduler.helpers import evicted, policy, profile, run, ts
+from tests.rescheduler.helpers import PACKING, evicted, pdb, policy, profile, run, ts
 
 
 def N(name: str, cpu: str = "4", **kw: Any) -> dict[str, Any]:
@@ -136,22 +136,10 @@ def test_low_node_utilization_does_nothing_when_all_nodes_are_under():
 
 def test_high_node_utilization_empties_under_used_nodes_with_bin_packing():
     objs = [N("n1"), N("n2"), P("a", "n1"), P("b", "n2"), P("c", "n2")]
-    packing = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [
-            {
-                "schedulerName": "default-scheduler",
-                "pluginConfig": [
-                    {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
-                ],
-            }
-        ],
-    }
     r = run(
         policy(profile("balance", "HighNodeUtilization", {"thresholds": {"cpu": 30}})),
         objs,
-        scheduler=packing,
+        scheduler=PACKING,
     )
     assert [(e.pod.name, e.node, e.to) for e in r.log.evictions] == [("a", "n1", "n2")]
 
@@ -182,13 +170,8 @@ def test_pdb_stops_evictions_at_its_allowance():
     objs = [N("n1", taint=("t", "x")), N("n2")] + [P(f"p{i}", "n1", cpu="100m") for i in range(4)]
     for o in objs[2:]:
         o["metadata"]["labels"] = {"app": "web"}
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
-    }
-    r = run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), [*objs, pdb])
+    budget = pdb("web", "web", minAvailable="50%")
+    r = run(policy(profile("deschedule", "RemovePodsViolatingNodeTaints")), [*objs, budget])
     assert len(r.log.evictions) == 2
     assert r.budget_violations == 0
     assert sum("disruption budget" in s.reason for s in r.log.skipped) == 2
@@ -255,20 +238,6 @@ def test_topology_spread_node_fit_needs_room_below_the_average():
     pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
     r = run(policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint")), nodes + pods)
     assert evicted(r) == []
-
-
-PACKING = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "pluginConfig": [
-                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
-            ],
-        }
-    ],
-}
 
 
 def test_consolidate_empties_the_emptiest_node_all_or_nothing():

@@ -27,8 +27,7 @@ from harmonic.rescheduler.plugins.nodeutilization import (
     capped,
     check_thresholds,
     evict_from_sources,
-    extended,
-    node_usage,
+    measure,
     threshold_vector,
 )
 
@@ -62,10 +61,7 @@ class HighNodeUtilization(BalancePlugin):
     def balance(self, nodes: list[Node]) -> None:
         a = self.args
         configured = list(a.thresholds)
-        resources = extended(configured)
-        usage = node_usage(self.handle, nodes, resources)
-        pct = usage.percent()
-        low = threshold_vector(resources, a.thresholds, np.inf)
+        resources, usage, pct, low = measure(self.handle, nodes, a.thresholds)
         under = (pct <= low).all(axis=1)
         unschedulable = np.array([n.unschedulable for n in nodes], dtype=bool)
         lows = np.flatnonzero(under).tolist()

@@ -28,8 +28,7 @@ from harmonic.rescheduler.plugins.nodeutilization import (
     capped,
     check_thresholds,
     evict_from_sources,
-    extended,
-    node_usage,
+    measure,
     threshold_vector,
 )
 
@@ -75,10 +74,7 @@ class LowNodeUtilization(BalancePlugin):
     def balance(self, nodes: list[Node]) -> None:
         a = self.args
         configured = list(a.thresholds)
-        resources = extended(configured)
-        usage = node_usage(self.handle, nodes, resources)
-        pct = usage.percent()
-        low = threshold_vector(resources, a.thresholds, np.inf)
+        resources, usage, pct, low = measure(self.handle, nodes, a.thresholds)
         high = threshold_vector(resources, a.target_thresholds, np.inf)
         if a.use_deviation_thresholds:
             cols = [resources.index(r) for r in configured]

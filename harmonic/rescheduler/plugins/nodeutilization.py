@@ -64,6 +64,16 @@ def node_usage(handle: Handle, nodes: list[Node], resources: list[str]) -> Usage
     return Usage(nodes, resources, used, cap, pods)
 
 
+def measure(
+    handle: Handle, nodes: list[Node], thresholds: Mapping[str, float]
+) -> tuple[list[str], Usage, np.ndarray, np.ndarray]:
+    """The thresholded resources plus CPU, memory and pods: usage, its percentages of allocatable and
+    the ``thresholds`` as a vector (unthresholded resources never limit)."""
+    resources = extended(list(thresholds))
+    usage = node_usage(handle, nodes, resources)
+    return resources, usage, usage.percent(), threshold_vector(resources, thresholds, np.inf)
+
+
 def threshold_vector(resources: list[str], thresholds: Mapping[str, float], default: float) -> np.ndarray:
     return np.array([thresholds.get(r, default) for r in resources], dtype=np.float64)
 
