@@ -14,38 +14,23 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
 
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod
-from harmonic.framework.args import PluginArgs
-from harmonic.rescheduler.args import Namespaces
 from harmonic.rescheduler.framework import BalancePlugin
 from harmonic.rescheduler.plugins.common import pod_filter
 from harmonic.rescheduler.plugins.nodeutilization import (
+    UtilizationArgs,
     by_total_usage,
     capped,
-    check_thresholds,
     evict_from_sources,
     measure,
     threshold_vector,
 )
 
 
-class HighNodeUtilizationArgs(PluginArgs):
-    thresholds: dict[str, float] = Field(default_factory=dict)
-    number_of_nodes: int = 0
+class HighNodeUtilizationArgs(UtilizationArgs):
     eviction_modes: tuple[Literal["OnlyThresholdingResources"], ...] = ()
-    evictable_namespaces: Namespaces | None = None
-
-    @model_validator(mode="after")
-    def _valid(self) -> HighNodeUtilizationArgs:
-        if self.evictable_namespaces is not None and self.evictable_namespaces.include:
-            raise ValueError(
-                "evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported"
-            )
-        check_thresholds("thresholds", self.thresholds)
-        return self
 
 
 def _requests_any(p: Pod, resources: list[str]) -> bool:

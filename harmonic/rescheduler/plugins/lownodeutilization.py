@@ -20,10 +20,10 @@ from pydantic import Field, model_validator
 
 from harmonic.api.node import Node
 from harmonic.framework.args import PluginArgs
-from harmonic.rescheduler.args import Namespaces
 from harmonic.rescheduler.framework import BalancePlugin
 from harmonic.rescheduler.plugins.common import pod_filter
 from harmonic.rescheduler.plugins.nodeutilization import (
+    UtilizationArgs,
     by_total_usage,
     capped,
     check_thresholds,
@@ -37,22 +37,14 @@ class EvictionLimits(PluginArgs):
     node: int | None = Field(default=None, ge=0)
 
 
-class LowNodeUtilizationArgs(PluginArgs):
+class LowNodeUtilizationArgs(UtilizationArgs):
     use_deviation_thresholds: bool = False
-    thresholds: dict[str, float] = Field(default_factory=dict)
     target_thresholds: dict[str, float] = Field(default_factory=dict)
-    number_of_nodes: int = 0
     metrics_utilization: dict[str, Any] | None = None
-    evictable_namespaces: Namespaces | None = None
     eviction_limits: EvictionLimits | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> LowNodeUtilizationArgs:
-        if self.evictable_namespaces is not None and self.evictable_namespaces.include:
-            raise ValueError(
-                "evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported"
-            )
-        check_thresholds("thresholds", self.thresholds)
         check_thresholds("targetThresholds", self.target_thresholds)
         if set(self.thresholds) != set(self.target_thresholds):
             raise ValueError("thresholds and targetThresholds configured different resources")

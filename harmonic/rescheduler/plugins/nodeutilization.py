@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
+from pydantic import Field, model_validator
 
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod
 from harmonic.api.resources import CPU, MEMORY, PODS
 from harmonic.api.taints import Taint, tolerated
+from harmonic.framework.args import PluginArgs
 from harmonic.rescheduler.args import Namespaces
 from harmonic.rescheduler.budget import EvictionLimitError
 from harmonic.rescheduler.framework import Handle
@@ -31,6 +34,24 @@ def check_thresholds(name: str, thresholds: Mapping[str, float]) -> None:
     for r, v in thresholds.items():
         if not 0 <= v <= 100:
             raise ValueError(f"{name}: {r} threshold not in [0, 100] range")
+
+
+class UtilizationArgs(PluginArgs):
+    """What both node-utilization plugins take: ``thresholds`` (required), ``numberOfNodes`` (0) and
+    ``evictableNamespaces`` (``exclude`` only)."""
+
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    number_of_nodes: int = 0
+    evictable_namespaces: Namespaces | None = None
+
+    @model_validator(mode="after")
+    def _common(self) -> Self:
+        if self.evictable_namespaces is not None and self.evictable_namespaces.include:
+            raise ValueError(
+                "evictableNamespaces: only Exclude namespaces can be set, inclusion is not supported"
+            )
+        check_thresholds("thresholds", self.thresholds)
+        return self
 
 
 def extended(resources: list[str]) -> list[str]:
