@@ -798,5 +798,13 @@ def extender(
         log.info("stopped", extra={"url": url})
 
 
+def _add_reschedule() -> None:
+    from harmonic.rescheduler.cli import reschedule
+
+    main.add_command(reschedule)
+
+
+_add_reschedule()
+
 if __name__ == "__main__":
     main()

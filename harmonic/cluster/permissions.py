@@ -72,6 +72,13 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         ),
         Permission("", ("events",), ("create", "patch", "update"), "Scheduled / FailedScheduling events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
+        *leader_election_permissions(lease_name),
+    )
+
+
+def leader_election_permissions(lease_name: str) -> tuple[Permission, ...]:
+    """A Lease of one's own, in one's namespace: create it, then touch only that one."""
+    return (
         Permission(
             "coordination.k8s.io",
             ("leases",),

@@ -139,6 +139,8 @@ class World:
         self.truth = TruthObserver(self)
         self.recorder = Recorder(self)
         self.batch = batch.BatchTracker(self)
+        #: harmonic.sim.rescheduler.SimRescheduler when the scenario has a ``rescheduler:`` key.
+        self.rescheduler: Any = None
 
     # ================================================================== Host (for controllers)
     def now(self) -> float:
@@ -486,6 +488,10 @@ class World:
             self.cluster.add_node(n)
         for svc in plan.services:
             self.cluster.apply_workload(svc)
+        if plan.pdbs or plan.rescheduler is not None:
+            from harmonic.sim.rescheduler import attach
+
+            attach(self)
         timeline = plan.timeline
         i = 0
         next_sample = 0.0

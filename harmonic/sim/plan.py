@@ -145,6 +145,10 @@ class Plan:
     trace_skipped: dict[str, int] = field(default_factory=dict)
     ground_truth: GroundTruth = field(default_factory=GroundTruth)
     mesh: MeshTelemetry = field(default_factory=MeshTelemetry)
+    #: PodDisruptionBudget manifests, present from the start (status kept by a disruption controller).
+    pdbs: list[Obj] = field(default_factory=list)
+    #: The ``rescheduler:`` key resolved (``harmonic.sim.rescheduler.SimReschedulerSpec``), or None.
+    rescheduler: Any = None
 
     @property
     def has_zone_outage(self) -> bool:
@@ -194,6 +198,7 @@ class _Builder:
         self.skipped: Counter[str] = Counter()
         self.priorities = PriorityClasses()
         self.services: list[Obj] = []
+        self.pdbs: list[Obj] = []
         #: object key -> (created at, deleted at), to refuse clashes and check events' targets.
         self.lifetimes: dict[str, tuple[float, float]] = {}
         self.pool_next: dict[str, int] = {}
@@ -270,6 +275,11 @@ class _Builder:
                         and raw.get("apiVersion") == "v1"
                     ):
                         self.services.append(_service(raw, label, w.namespace))
+                        continue
+                    if isinstance(raw, Mapping) and raw.get("kind") == "PodDisruptionBudget":
+                        from harmonic.sim.rescheduler import check_pdb
+
+                        self.pdbs.append(check_pdb(raw, label, w.namespace))
                         continue
                     obj = check_object(raw, label, w.namespace, self.priorities, dist, self.inert)
                     if obj is not None:
@@ -610,4 +620,14 @@ def build_plan(
         trace_skipped=dict(sorted(b.skipped.items())),
         ground_truth=sc.ground_truth,
         mesh=sc.mesh,
+        pdbs=b.pdbs,
+        rescheduler=_rescheduler(sc, source, base_dir),
     )
+
+
+def _rescheduler(sc: Scenario, source: str, base_dir: Path) -> Any:
+    if sc.rescheduler is None:
+        return None
+    from harmonic.sim.rescheduler import resolve_spec
+
+    return resolve_spec(sc.rescheduler, source, base_dir)

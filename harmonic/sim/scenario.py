@@ -368,6 +368,17 @@ class MeshTelemetry(_M):
         return self
 
 
+class ReschedulerSpec(_M):
+    """``rescheduler:``: run ``harmonic reschedule`` inside the simulation, under every profile."""
+
+    #: A descheduler/v1alpha2 DeschedulerPolicy file, relative to the scenario.
+    policy: str = Field(min_length=1)
+    interval: Seconds = 120.0
+    #: Global eviction rate per run (``--max-evictions-per-run``); unset: only the policy's limits.
+    max_evictions_per_run: int | None = Field(default=None, ge=0)
+    cooldown: Seconds = 600.0
+
+
 class Scenario(_M):
     api_version: Literal["harmonic.dev/v1alpha1"]
     kind: Literal["Scenario"]
@@ -388,6 +399,7 @@ class Scenario(_M):
     cluster: Cluster
     workloads: list[Workload] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    rescheduler: ReschedulerSpec | None = None
 
     @model_validator(mode="after")
     def _positive(self) -> Scenario:

@@ -39,7 +39,13 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     registry = default_registry()
     folder = tmp_path_factory.mktemp("ui-report")
-    simulate(plan_of(sc), profile_runs((), registry)[:2], registry, folder, record_decisions=1000)
+    simulate(
+        plan_of(sc),
+        [r for r in profile_runs((), registry) if r.name in ("default-scheduler", "bin-packing")],
+        registry,
+        folder,
+        record_decisions=1000,
+    )
     return folder
 
 

@@ -1,0 +1,1 @@
+"""One module per rescheduler plugin; ``registry`` maps the names policies use to their classes."""

@@ -1,0 +1,123 @@
+"""Builders mirroring descheduler's ``test`` package (``test.BuildTestPod``, ``test.BuildTestNode``,
+``SetNormalOwnerRef`` ...), so translated tables read like the Go ones."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from harmonic.rescheduler.runner import RunOptions, RunResult
+from tests.rescheduler.helpers import NOW, policy, profile, run
+
+Obj = dict[str, Any]
+Apply = Callable[[Obj], None] | None
+
+
+def build_pod(name: str, cpu: int, memory: int, node: str, apply: Apply = None) -> Obj:
+    req: Obj = {}
+    if cpu >= 0:
+        req["cpu"] = f"{cpu}m"
+    if memory >= 0:
+        req["memory"] = str(memory)
+    p: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": req}}],
+            "nodeName": node,
+        },
+        "status": {},
+    }
+    if apply is not None:
+        apply(p)
+    return p
+
+
+def build_node(name: str, millicpu: int, mem: int, pods: int, apply: Apply = None) -> Obj:
+    alloc = {"cpu": f"{millicpu}m", "memory": str(mem), "pods": str(pods)}
+    n: Obj = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {}},
+        "spec": {},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    if apply is not None:
+        apply(n)
+    return n
+
+
+def normal_owner(p: Obj) -> None:
+    p["metadata"]["ownerReferences"] = [{"kind": "Pod", "apiVersion": "v1", "name": "", "uid": ""}]
+
+
+def rs_owner(p: Obj) -> None:
+    p["metadata"]["ownerReferences"] = [
+        {"kind": "ReplicaSet", "apiVersion": "v1", "name": "replicaset-1", "uid": ""}
+    ]
+
+
+def ds_owner(p: Obj) -> None:
+    p["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "apiVersion": "v1", "name": "", "uid": ""}]
+
+
+def mirror(p: Obj) -> None:
+    p["metadata"]["annotations"] = {
+        "kubernetes.io/created-by": '{"kind":"SerializedReference"}',
+        "kubernetes.io/config.source": "api",
+        "kubernetes.io/config.mirror": "mirror",
+    }
+
+
+def local_storage(p: Obj) -> None:
+    p["spec"]["volumes"] = [
+        {"name": "sample", "hostPath": {"path": "somePath"}, "emptyDir": {"sizeLimit": "10"}}
+    ]
+
+
+def critical(p: Obj) -> None:
+    p["spec"]["priority"] = 2_000_000_000
+
+
+def taint(key: str, value: str, effect: str = "NoSchedule") -> Callable[[Obj], None]:
+    def f(n: Obj) -> None:
+        n["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
+
+    return f
+
+
+def unschedulable(n: Obj) -> None:
+    n["spec"] = {"unschedulable": True}
+
+
+def chain(*fs: Apply) -> Callable[[Obj], None]:
+    def f(o: Obj) -> None:
+        for g in fs:
+            if g is not None:
+                g(o)
+
+    return f
+
+
+def evicted_count(
+    point: str,
+    plugin: str,
+    args: Mapping[str, Any],
+    objects: Iterable[Obj],
+    *,
+    evictor: Mapping[str, Any] | None = None,
+    top: Mapping[str, Any] | None = None,
+    now: float = NOW,
+) -> RunResult:
+    """Run one plugin as upstream's unit tests do: called directly, so without descheduler's
+    fewer-than-two-nodes guard, and evicting as descheduler does, without Harmonic's no-churn
+    simulation (``churn_check=False``); dry run, nothing but the decision counts."""
+    pol = policy(profile(point, plugin, args, evictor), **dict(top or {}))
+    options = RunOptions(min_nodes=0, churn_check=False)
+    return run(pol, [copy.deepcopy(o) for o in objects], now=now, options=options)

@@ -1,0 +1,54 @@
+"""``harmonic reschedule --once --dry-run``: the plan as a table and as JSON; bad policies name the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harmonic.cli import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "rescheduler"
+ARGS = [
+    "reschedule",
+    "--once",
+    "--dry-run",
+    "--manifests",
+    str(EXAMPLES / "fragmented-cluster.yaml"),
+    "--now",
+    "1800000000",
+]
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing():
+    before = (EXAMPLES / "fragmented-cluster.yaml").read_text()
+    r = CliRunner().invoke(main, [*ARGS, "--policy", str(EXAMPLES / "make-room.yaml"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert len(out["evictions"]) == 1
+    e = out["evictions"][0]
+    assert e["from"] != e["to"] and e["plugin"] == "MakeRoomForPending"
+    assert out["nominations"] == [
+        {"pod": "ml/train", "node": e["from"], "plan": "MakeRoomForPending/ml/train"}
+    ]
+    assert out["budgetViolations"] == 0
+    assert (EXAMPLES / "fragmented-cluster.yaml").read_text() == before
+    table = CliRunner().invoke(main, [*ARGS, "--policy", str(EXAMPLES / "make-room.yaml")])
+    assert table.output.splitlines()[0].split() == ["POD", "FROM", "TO", "WHY", "GAIN"]
+    assert "nominate ml/train" in table.output
+
+
+def test_descheduler_policy_example_runs():
+    r = CliRunner().invoke(main, [*ARGS, "--policy", str(EXAMPLES / "low-node-utilization.yaml")])
+    assert r.exit_code == 0, r.output
+
+
+def test_bad_policy_is_one_line_naming_the_field(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: x\n  plugins:\n    balance:\n      enabled: [Nope]\n"
+    )
+    r = CliRunner().invoke(main, [*ARGS, "--policy", str(bad)])
+    assert r.exit_code == 1
+    assert "profiles[0].plugins.balance.enabled[0]: plugin 'Nope' is not registered" in r.output
