@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_list, as_mapping
 from harmonic.api.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -133,31 +133,27 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
 
-def _map(obj: str, field: str, raw: Any) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ObjectError(obj, field, f"must be an object, not {type(raw).__name__}")
-    return raw
+_map = as_mapping
 
 
 def _host_ports(obj: str, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports: list[HostPort] = []
-    containers = [("spec.containers", c) for c in spec.get("containers") or ()]
-    containers += [
-        ("spec.initContainers", c)
-        for c in spec.get("initContainers") or ()
-        if c.get("restartPolicy") == "Always"
-    ]
+    containers: list[tuple[str, Mapping[str, Any]]] = []
+    for field in ("spec.containers", "spec.initContainers"):
+        for i, raw in enumerate(as_list(obj, field, spec.get(field.split(".")[1]))):
+            if not isinstance(raw, Mapping):
+                raise ObjectError(obj, f"{field}[{i}]", "must be an object")
+            if field == "spec.containers" or raw.get("restartPolicy") == "Always":
+                containers.append((field, raw))
     for field, c in containers:
-        for j, p in enumerate(c.get("ports") or ()):
+        where = f"{field}[{c.get('name')}].ports"
+        for j, raw in enumerate(as_list(obj, where, c.get("ports"))):
+            p = _map(obj, f"{where}[{j}]", raw)
             hp = p.get("hostPort")
             if not hp:
                 continue
             if not isinstance(hp, int) or not 0 < hp < 65536:
-                raise ObjectError(
-                    obj, f"{field}[{c.get('name')}].ports[{j}].hostPort", f"{hp!r} is not a port"
-                )
+                raise ObjectError(obj, f"{where}[{j}].hostPort", f"{hp!r} is not a port")
             ports.append(HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), hp))
     return tuple(ports)
 
