@@ -148,7 +148,8 @@ class PriorityClasses:
     global_default: tuple[int, str] | None = None
 
     def add(self, obj: Mapping[str, Any], source: str) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
         if not isinstance(name, str) or not name:
             raise ScenarioError(source, "metadata.name", "is required")
         value = obj.get("value")
@@ -225,6 +226,8 @@ def check_object(
         raise ScenarioError(source, "", "expected a Kubernetes object")
     kind = raw.get("kind")
     api = raw.get("apiVersion")
+    if not isinstance(kind, str):
+        raise ScenarioError(source, "kind", f"must be a string, not {type(kind).__name__}")
     if kind == "PriorityClass" and api == PRIORITY_CLASS_API:
         return None  # collected beforehand by collect_priority_classes
     if kind in INERT_KINDS and api == INERT_KINDS[kind]:
@@ -233,7 +236,6 @@ def check_object(
     if kind not in WORKLOAD_KINDS:
         supported = ", ".join([*WORKLOAD_KINDS, "PriorityClass", *INERT_KINDS])
         raise ScenarioError(source, "kind", f"{kind!r} is not simulated; supported kinds: {supported}")
-    assert isinstance(kind, str)
     if api != WORKLOAD_KINDS[kind]:
         raise ScenarioError(source, "apiVersion", f"{kind} must be {WORKLOAD_KINDS[kind]}, not {api!r}")
     meta = raw.get("metadata")
@@ -300,6 +302,8 @@ def _check_controller_spec(
     if not isinstance(tmeta, Mapping):
         raise _err(source, obj, "spec.template.metadata", "must be an object")
     labels = tmeta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise _err(source, obj, "spec.template.metadata.labels", "must be a map of labels")
     tspec = _admit_pod_spec(template.get("spec"), source, obj, "spec.template.spec", priorities)
     if kind == "Job":
         policy = tspec.get("restartPolicy")
@@ -395,7 +399,7 @@ def _admit_pod_spec(raw: Any, source: str, obj: str, path: str, priorities: Prio
         raise _err(source, obj, f"{path}.resourceClaims", "dynamic resource allocation is not simulated")
     cls = spec.get("priorityClassName")
     if cls:
-        if cls not in priorities.values:
+        if not isinstance(cls, str) or cls not in priorities.values:
             raise _err(
                 source, obj, f"{path}.priorityClassName", f"no PriorityClass with name {cls} was found"
             )
