@@ -189,8 +189,8 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     priority = spec.get("priority", 0)
     if priority is None:
         priority = 0
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise ObjectError(obj, "spec.priority", f"{priority!r} is not an integer")
+    if not isinstance(priority, int) or isinstance(priority, bool) or not -(2**31) <= priority < 2**31:
+        raise ObjectError(obj, "spec.priority", f"{priority!r} is not a 32-bit integer")
     p.priority = priority
     p.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
     p.requests, nonzero = pod_requests_and_nonzero(obj, spec, _NONZERO_DEFAULTS)
@@ -222,12 +222,14 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     images = [c.get("image") for c in containers]
     images += [c.get("image") for c in spec.get("initContainers") or ()]
     p.images = tuple(str(i) for i in images if i)
-    p.scheduling_gates = tuple(str(g.get("name")) for g in spec.get("schedulingGates") or ())
+    gates = as_list(obj, "spec.schedulingGates", spec.get("schedulingGates"))
+    p.scheduling_gates = tuple(
+        str(_map(obj, f"spec.schedulingGates[{i}]", g).get("name")) for i, g in enumerate(gates)
+    )
+    owners = as_list(obj, "metadata.ownerReferences", meta.get("ownerReferences"))
     p.owners = tuple(
-        OwnerRef(
-            str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller"))
-        )
-        for o in meta.get("ownerReferences") or ()
+        OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller")))
+        for o in (_map(obj, f"metadata.ownerReferences[{i}]", o) for i, o in enumerate(owners))
     )
     p.phase = str(status.get("phase") or "Pending")
     p.deleting = bool(meta.get("deletionTimestamp"))
