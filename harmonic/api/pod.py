@@ -209,7 +209,7 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     p.required_affinity = node_selector(obj, field, req) if req is not None else None
     prefs = []
     field = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, t in enumerate(node_aff.get(field.rsplit(".", 1)[1]) or ()):
+    for i, t in enumerate(as_list(obj, field, node_aff.get(field.rsplit(".", 1)[1]))):
         w = t.get("weight") if isinstance(t, Mapping) else None
         if not isinstance(w, int) or not 1 <= w <= 100:
             raise ObjectError(obj, f"{field}[{i}].weight", f"{w!r} must be an integer in 1..100")

@@ -444,6 +444,8 @@ def load_config(
     data: Mapping[str, Any] | None, registry: Registry, source: str = "<config>"
 ) -> SchedulerConfiguration:
     """Resolve a parsed KubeSchedulerConfiguration document (``None`` = all defaults)."""
+    if data is not None and not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a KubeSchedulerConfiguration object, got {type(data).__name__}")
     data = dict(data or {})
     if data.get("apiVersion", API_VERSION) != API_VERSION:
         raise ConfigError(
