@@ -20,6 +20,7 @@ request is ``sum_edges w * E[added latency of one call]``.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,12 +124,12 @@ def validate_topology(data: Any, source: str) -> None:
         if not isinstance(edge, Mapping):
             raise ScenarioError(source, f"edges[{i}]", "must be an object with src, dst, weight")
         for end in ("src", "dst"):
-            if edge.get(end) not in names:
+            if not isinstance(edge.get(end), str) or edge.get(end) not in names:
                 raise ScenarioError(
                     source, f"edges[{i}].{end}", f"{edge.get(end)!r} is not a service of this topology"
                 )
         w = edge.get("weight")
-        if not isinstance(w, int | float) or isinstance(w, bool) or w < 0:
+        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < math.inf:
             raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
 
 
