@@ -11,11 +11,28 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 INT64_MAX = 2**63 - 1
+#: Set by ``scripts/fuzz.py``: examples per fuzz test, drawn at random instead of the suite's fixed set.
+EXAMPLES_ENV = "HARMONIC_FUZZ_EXAMPLES"
+
+
+def fuzz_settings(examples: int) -> settings:
+    """The suite runs ``examples`` derandomized examples (the same every run, so CI is stable);
+    ``scripts/fuzz.py`` runs many more, freshly random."""
+    longer = os.environ.get(EXAMPLES_ENV)
+    return settings(
+        max_examples=int(longer) if longer else examples,
+        derandomize=not longer,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 #: Values that break naive parsers: wrong types, int64 and float edges, odd strings.
 NASTY: list[Any] = [

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harmonic.cluster.transport import ClientConfigError, Transport, load_client
 from harmonic.testing.apiserver import ApiServerDouble
-from tests.fuzzing import mutated
+from tests.fuzzing import fuzz_settings, mutated
 
 GOOD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -39,9 +39,9 @@ def _load(text: str, context: str | None = None) -> Transport:
         return Transport(load_client(path, context))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(100)
 @given(st.one_of(mutated(GOOD).map(yaml.safe_dump), st.text(max_size=100)), st.sampled_from([None, "c", "x"]))
-def test_any_kubeconfig_loads_or_fails_with_a_config_error(text, context):
+def test_fuzz_any_kubeconfig_loads_or_fails_with_a_config_error(text, context):
     try:
         _load(text, context)
     except ClientConfigError as e:

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harmonic.extender.server import ExtenderServer
 from tests.extender.conftest import Client, compact, fixture, running
 from tests.extender.test_server import CONFIG, N3, synced_cache
-from tests.fuzzing import mutated
+from tests.fuzzing import fuzz_settings, mutated
 
 REQUESTS = [
     ("filter", "filter-nodes.json"),
@@ -49,9 +49,9 @@ def _body(doc: Any) -> bytes | None:
         return None  # NaN and infinities are not JSON: a Go client cannot send them
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(150)
 @given(st.sampled_from(REQUESTS).flatmap(lambda r: st.tuples(st.just(r[0]), mutated(fixture(r[1])))))
-def test_mutated_requests_get_200_or_a_400_naming_the_field(client, request_):
+def test_fuzz_mutated_requests_get_200_or_a_400_naming_the_field(client, request_):
     verb, doc = request_
     body = _body(doc)
     if body is None:
