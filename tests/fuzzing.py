@@ -34,6 +34,7 @@ def fuzz_settings(examples: int) -> settings:
         suppress_health_check=list(HealthCheck),
     )
 
+
 #: Values that break naive parsers: wrong types, int64 and float edges, odd strings.
 NASTY: list[Any] = [
     None,

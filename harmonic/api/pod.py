@@ -228,7 +228,9 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     )
     owners = as_list(obj, "metadata.ownerReferences", meta.get("ownerReferences"))
     p.owners = tuple(
-        OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller")))
+        OwnerRef(
+            str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller"))
+        )
         for o in (_map(obj, f"metadata.ownerReferences[{i}]", o) for i, o in enumerate(owners))
     )
     p.phase = str(status.get("phase") or "Pending")

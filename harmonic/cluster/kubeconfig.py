@@ -15,6 +15,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from harmonic.framework.config import yaml_problem
+
 
 class KubeconfigError(ValueError):
     """A kubeconfig that client-go would not load; the message names the file and field."""
@@ -128,9 +130,7 @@ def check_kubeconfig(path: str | Path, context: str | None = None, selected: boo
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise KubeconfigError(f"{path}: not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+        raise KubeconfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
     if not isinstance(data, dict):
         raise KubeconfigError(f"{path}: expected a kubeconfig object (apiVersion: v1, kind: Config)")
     try:

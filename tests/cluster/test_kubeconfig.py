@@ -60,7 +60,10 @@ def _with(path: tuple[Any, ...], value: Any) -> str:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("apiVersion: v1\nclusters: [\n", "not valid YAML at line 3"),
+        (
+            "apiVersion: v1\nclusters: [\n",
+            "not valid YAML: expected the node content, but found '<stream end>' (line 3",
+        ),
         ("- a\n", "expected a kubeconfig object"),
         (_with(("clusters",), "x"), "clusters: Input should be a valid list"),
         (_with(("clusters", 0, "cluster", "server"), 6443), "clusters[0].cluster.server"),

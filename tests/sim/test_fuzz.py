@@ -209,7 +209,9 @@ def test_fuzz_pod_that_loads_also_runs(pod):
             r"ask for 200000 pods",
         ),
         (
-            scenario([objects(job("j", parallelism=100, completions=10**9), duration=60)], limits={"maxPods": 99}),
+            scenario(
+                [objects(job("j", parallelism=100, completions=10**9), duration=60)], limits={"maxPods": 99}
+            ),
             r"ask for 100 pods, more than limits.maxPods \(99\)",
         ),
         (scenario(duration="1000h", sampleInterval=1), r"360000\d samples.*limits.maxSamples \(100000\)"),
