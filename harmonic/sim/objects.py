@@ -178,6 +178,8 @@ def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
         text = path.read_text()
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(str(path), "", f"cannot read: not UTF-8 text (byte {e.start})") from None
     try:
         docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
     except (yaml.YAMLError, json.JSONDecodeError) as e:

@@ -429,6 +429,8 @@ def read_yaml(path: Path, what: str = "file") -> Any:
         text = path.read_text()
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(str(path), "", f"cannot read {what}: not UTF-8 text (byte {e.start})") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

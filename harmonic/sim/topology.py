@@ -85,7 +85,7 @@ def load_topology(ref: str, base_dir: Path, source: str, path: str) -> tuple[dic
         )
     try:
         data = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ScenarioError(str(file), "", f"not a readable JSON topology: {e}") from None
     validate_topology(data, str(file))
     return data, str(file)

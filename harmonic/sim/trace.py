@@ -75,10 +75,15 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
         f = path.open(newline="")
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+    line = 0
     with f:
-        for line, row in enumerate(csv.reader(f), start=1):
-            if row and any(c.strip() for c in row):
-                yield line, [c.strip() for c in row]
+        try:
+            for line, row in enumerate(csv.reader(f), start=1):
+                if row and any(c.strip() for c in row):
+                    yield line, [c.strip() for c in row]
+        except (UnicodeDecodeError, csv.Error) as e:
+            reason = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
+            raise ScenarioError(f"{path}:{line + 1}", "", f"cannot read: {reason}") from None
 
 
 def _number(path: Path, line: int, column: str, text: str, allow_empty: bool = False) -> float | None:

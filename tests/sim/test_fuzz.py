@@ -235,3 +235,24 @@ def test_daemonset_pods_count_one_per_node():
     with pytest.raises(ScenarioError, match="ask for 3 pods"):
         plan_of(scenario([objects(ds)], limits={"maxPods": 2}))
     assert plan_of(scenario([objects(ds)], limits={"maxPods": 3}))
+
+
+@pytest.mark.parametrize(
+    ("relative", "pattern"),
+    [
+        ("scenario.yaml", r"scenario.yaml: cannot read scenario: not UTF-8 text"),
+        ("manifests/shop.yaml", r"shop.yaml: cannot read: not UTF-8 text"),
+        ("topology.json", r"topology.json: not a readable JSON topology"),
+        ("traces/arrivals.csv", r"arrivals.csv:1: cannot read: not UTF-8 text"),
+        ("traces/batch_task.csv", r"batch_task.csv:1: cannot read: not UTF-8 text"),
+    ],
+)
+def test_binary_input_files_are_errors_naming_the_file(example, relative, pattern):
+    target = example / relative
+    original = target.read_bytes()
+    target.write_bytes(b"\xff\xfe\x00\x81garbage")
+    try:
+        with pytest.raises(ScenarioError, match=pattern):
+            prepare(example / "scenario.yaml", [], REGISTRY)
+    finally:
+        target.write_bytes(original)
