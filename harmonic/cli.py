@@ -163,9 +163,28 @@ def simulate(
         click.echo(json.dumps(outcome.metrics, indent=2))
 
 
+def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An http(s) URL with a host, checked before any source is built (httpx would raise mid-read)."""
+    if value is None:
+        return None
+    import httpx
+
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as e:
+        raise click.BadParameter(f"{value!r} is not a valid URL: {e}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL with a host")
+    return value
+
+
 @main.command()
 @click.option(
-    "--prometheus", "prometheus_url", metavar="URL", help="Prometheus server to read mesh metrics from."
+    "--prometheus",
+    "prometheus_url",
+    metavar="URL",
+    callback=_http_url,
+    help="Prometheus server to read mesh metrics from.",
 )
 @click.option("--mesh", type=click.Choice(["istio", "linkerd"]), default="istio", show_default=True)
 @click.option("--reporter", type=click.Choice(["source", "destination"]), default="source", show_default=True)
@@ -518,7 +537,11 @@ def extender(
         sys.exit(1)
     token = None
     if token_file:
-        token = Path(token_file).read_text().strip()
+        try:
+            token = Path(token_file).read_text().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            click.echo(f"error: {token_file}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+            sys.exit(1)
         if not token:
             click.echo(f"error: {token_file}: the token file is empty", err=True)
             sys.exit(1)
