@@ -189,7 +189,9 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     priority = spec.get("priority", 0)
     if priority is None:
         priority = 0
-    if not isinstance(priority, int) or isinstance(priority, bool) or not -(2**31) <= priority < 2**31:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ObjectError(obj, "spec.priority", f"{priority!r} is not an integer")
+    if not -(2**31) <= priority < 2**31:  # Go's int32: the API server would not have stored it
         raise ObjectError(obj, "spec.priority", f"{priority!r} is not a 32-bit integer")
     p.priority = priority
     p.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
