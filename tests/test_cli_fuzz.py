@@ -40,15 +40,7 @@ FILES = [
     "config.yaml",
     "tiny.yaml",
 ]
-BROKEN_KUBECONFIGS = [
-    "missing.yaml",
-    "empty.yaml",
-    "list.yaml",
-    "broken.yaml",
-    "binary.bin",
-    "folder",
-    "config.yaml",
-]
+BROKEN_KUBECONFIGS = [f for f in FILES if f != "tiny.yaml"]
 
 
 @pytest.fixture(scope="module")
