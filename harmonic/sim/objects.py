@@ -379,6 +379,9 @@ def _admit_pod_spec(raw: Any, source: str, obj: str, path: str, priorities: Prio
     if not isinstance(raw, Mapping):
         raise _err(source, obj, path, "is required")
     spec: Obj = dict(raw)
+    for key in ("volumes", "tolerations"):  # read here, before the pod parser checks the rest
+        if not isinstance(spec.get(key) or [], list):
+            raise _err(source, obj, f"{path}.{key}", f"must be a list, not {type(spec[key]).__name__}")
     sched = spec.get("schedulerName")
     if sched not in (None, "", DEFAULT_SCHEDULER_NAME):
         raise _err(

@@ -256,3 +256,11 @@ def test_binary_input_files_are_errors_naming_the_file(example, relative, patter
             prepare(example / "scenario.yaml", [], REGISTRY)
     finally:
         target.write_bytes(original)
+
+
+@pytest.mark.parametrize("key", ["tolerations", "volumes"])
+@pytest.mark.parametrize("value", [True, "x", {"a": 1}, 3])
+def test_pod_spec_lists_of_the_wrong_type_name_the_field(key, value):
+    pod = {**_POD, "spec": {**_POD["spec"], key: value}}
+    with pytest.raises(ScenarioError, match=rf"spec\.{key}: must be a list"):
+        plan_of(scenario([objects(pod)], duration=600))
