@@ -22,7 +22,8 @@ def object_pods(kind: str, spec: Mapping[str, Any]) -> int:
         parallelism = 1 if parallelism is None else int(parallelism)
         completions = spec.get("completions")
         return parallelism if completions is None else min(parallelism, int(completions))
-    return int(spec.get("replicas", 1))
+    replicas = spec.get("replicas")
+    return 1 if replicas is None else int(replicas)  # null is defaulted to 1 like an absent field
 
 
 class Budget:

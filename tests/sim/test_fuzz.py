@@ -264,3 +264,31 @@ def test_pod_spec_lists_of_the_wrong_type_name_the_field(key, value):
     pod = {**_POD, "spec": {**_POD["spec"], key: value}}
     with pytest.raises(ScenarioError, match=rf"spec\.{key}: must be a list"):
         plan_of(scenario([objects(pod)], duration=600))
+
+
+@pytest.mark.parametrize(
+    ("name", "cell", "value", "pattern"),
+    [
+        ("batch_task.csv", 7, "1e+308", r"batch_task.csv:2: plan_cpu: is more than a Kubernetes quantity"),
+        ("batch_task.csv", 8, "1e+300", r"batch_task.csv:2: plan_mem: is more than a Kubernetes quantity"),
+        ("container_meta.csv", 5, "1e+308", r"container_meta.csv:2: cpu_request: is more than"),
+    ],
+)
+def test_trace_requests_beyond_int64_name_the_cell(example, name, cell, value, pattern):
+    target = example / "traces" / name
+    original = target.read_text()
+    lines = original.splitlines()
+    cols = lines[1].split(",")
+    cols[cell] = value
+    target.write_text("\n".join([lines[0], ",".join(cols), *lines[2:]]) + "\n")
+    try:
+        with pytest.raises(ScenarioError, match=pattern):
+            prepare(example / "scenario.yaml", [], REGISTRY)
+    finally:
+        target.write_text(original)
+
+
+def test_null_replicas_count_as_one():
+    d = deployment("d", 1)
+    d["spec"]["replicas"] = None
+    plan_of(scenario([objects(d)], limits={"maxPods": 1}))  # counted as 1 pod, within the limit
