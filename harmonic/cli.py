@@ -316,9 +316,28 @@ def _sweep(
         click.echo(json.dumps(doc, indent=2))
 
 
+def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An http(s) URL with a host, checked before any source is built (httpx would raise mid-read)."""
+    if value is None:
+        return None
+    import httpx
+
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as e:
+        raise click.BadParameter(f"{value!r} is not a valid URL: {e}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL with a host")
+    return value
+
+
 @main.command()
 @click.option(
-    "--prometheus", "prometheus_url", metavar="URL", help="Prometheus server to read mesh metrics from."
+    "--prometheus",
+    "prometheus_url",
+    metavar="URL",
+    callback=_http_url,
+    help="Prometheus server to read mesh metrics from.",
 )
 @click.option("--mesh", type=click.Choice(["istio", "linkerd"]), default="istio", show_default=True)
 @click.option("--reporter", type=click.Choice(["source", "destination"]), default="source", show_default=True)
@@ -543,12 +562,16 @@ def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
 
 
 def _read_token(path: str | None) -> str | None:
-    """The token in ``path`` (stripped); exits 1 naming the file when it is empty."""
+    """The token in ``path`` (stripped); exits 1 naming the file when it is unreadable or empty."""
     from pathlib import Path
 
     if path is None:
         return None
-    token = Path(path).read_text().strip()
+    try:
+        token = Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        click.echo(f"error: {path}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+        sys.exit(1)
     if not token:
         click.echo(f"error: {path}: the token file is empty", err=True)
         sys.exit(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_list
 from harmonic.api.resources import Resources, resource_list
 from harmonic.api.selectors import labels_of
 from harmonic.api.taints import Taint, parse_taints
@@ -82,11 +82,11 @@ def parse_node(raw: Mapping[str, Any]) -> Node:
     else:
         n.allocatable = resource_list(obj, "status.capacity", status.get("capacity"))
     images: dict[str, int] = {}
-    for i, img in enumerate(status.get("images") or ()):
+    for i, img in enumerate(as_list(obj, "status.images", status.get("images"))):
         size = img.get("sizeBytes", 0) if isinstance(img, Mapping) else None
-        if not isinstance(size, int):
-            raise ObjectError(obj, f"status.images[{i}].sizeBytes", f"{size!r} is not an integer")
-        for nm in img.get("names") or ():
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**63:
+            raise ObjectError(obj, f"status.images[{i}].sizeBytes", f"{size!r} is not a 64-bit integer")
+        for nm in as_list(obj, f"status.images[{i}].names", img.get("names")):
             images[str(nm)] = size
     n.images = images
     return n

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_list, as_mapping
 from harmonic.api.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -133,31 +133,27 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
 
-def _map(obj: str, field: str, raw: Any) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ObjectError(obj, field, f"must be an object, not {type(raw).__name__}")
-    return raw
+_map = as_mapping
 
 
 def _host_ports(obj: str, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports: list[HostPort] = []
-    containers = [("spec.containers", c) for c in spec.get("containers") or ()]
-    containers += [
-        ("spec.initContainers", c)
-        for c in spec.get("initContainers") or ()
-        if c.get("restartPolicy") == "Always"
-    ]
+    containers: list[tuple[str, Mapping[str, Any]]] = []
+    for field in ("spec.containers", "spec.initContainers"):
+        for i, raw in enumerate(as_list(obj, field, spec.get(field.split(".")[1]))):
+            if not isinstance(raw, Mapping):
+                raise ObjectError(obj, f"{field}[{i}]", "must be an object")
+            if field == "spec.containers" or raw.get("restartPolicy") == "Always":
+                containers.append((field, raw))
     for field, c in containers:
-        for j, p in enumerate(c.get("ports") or ()):
+        where = f"{field}[{c.get('name')}].ports"
+        for j, raw in enumerate(as_list(obj, where, c.get("ports"))):
+            p = _map(obj, f"{where}[{j}]", raw)
             hp = p.get("hostPort")
             if not hp:
                 continue
             if not isinstance(hp, int) or not 0 < hp < 65536:
-                raise ObjectError(
-                    obj, f"{field}[{c.get('name')}].ports[{j}].hostPort", f"{hp!r} is not a port"
-                )
+                raise ObjectError(obj, f"{where}[{j}].hostPort", f"{hp!r} is not a port")
             ports.append(HostPort(str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), hp))
     return tuple(ports)
 
@@ -195,6 +191,8 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
         priority = 0
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise ObjectError(obj, "spec.priority", f"{priority!r} is not an integer")
+    if not -(2**31) <= priority < 2**31:  # Go's int32: the API server would not have stored it
+        raise ObjectError(obj, "spec.priority", f"{priority!r} is not a 32-bit integer")
     p.priority = priority
     p.preemption_policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
     p.requests, nonzero = pod_requests_and_nonzero(obj, spec, _NONZERO_DEFAULTS)
@@ -213,7 +211,7 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     p.required_affinity = node_selector(obj, field, req) if req is not None else None
     prefs = []
     field = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, t in enumerate(node_aff.get(field.rsplit(".", 1)[1]) or ()):
+    for i, t in enumerate(as_list(obj, field, node_aff.get(field.rsplit(".", 1)[1]))):
         w = t.get("weight") if isinstance(t, Mapping) else None
         if not isinstance(w, int) or not 1 <= w <= 100:
             raise ObjectError(obj, f"{field}[{i}].weight", f"{w!r} must be an integer in 1..100")
@@ -226,12 +224,16 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
     images = [c.get("image") for c in containers]
     images += [c.get("image") for c in spec.get("initContainers") or ()]
     p.images = tuple(str(i) for i in images if i)
-    p.scheduling_gates = tuple(str(g.get("name")) for g in spec.get("schedulingGates") or ())
+    gates = as_list(obj, "spec.schedulingGates", spec.get("schedulingGates"))
+    p.scheduling_gates = tuple(
+        str(_map(obj, f"spec.schedulingGates[{i}]", g).get("name")) for i, g in enumerate(gates)
+    )
+    owners = as_list(obj, "metadata.ownerReferences", meta.get("ownerReferences"))
     p.owners = tuple(
         OwnerRef(
             str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")), bool(o.get("controller"))
         )
-        for o in meta.get("ownerReferences") or ()
+        for o in (_map(obj, f"metadata.ownerReferences[{i}]", o) for i, o in enumerate(owners))
     )
     p.phase = str(status.get("phase") or "Pending")
     p.deleting = bool(meta.get("deletionTimestamp"))

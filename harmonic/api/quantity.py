@@ -8,6 +8,7 @@ as exact fractions; conversion to integers rounds away from zero, as ``Quantity.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -42,6 +43,8 @@ def parse_quantity(value: object) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a quantity (must be finite)")
         return Fraction(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"quantities must be strings or numbers, not {type(value).__name__}")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_list, as_mapping
 from harmonic.api.quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
@@ -27,18 +27,25 @@ Resources = dict[str, int]
 
 
 def to_units(name: str, raw: object) -> int:
-    """One quantity in the scheduler's integer unit for resource ``name``."""
+    """One quantity in the scheduler's integer unit for resource ``name``; it must fit in int64
+    (the node arrays' type, and what kube-scheduler's ``Quantity.Value()`` returns)."""
     if isinstance(raw, str):
         return _units(name == CPU, raw)
     q = parse_quantity(raw)
-    return milli_value(q) if name == CPU else value(q)
+    return _in_int64(raw, milli_value(q) if name == CPU else value(q))
 
 
 @lru_cache(maxsize=65536)
 def _units(milli: bool, raw: str) -> int:
     # Manifests repeat a handful of quantity strings; each is parsed once.
     q = parse_quantity(raw)
-    return milli_value(q) if milli else value(q)
+    return _in_int64(raw, milli_value(q) if milli else value(q))
+
+
+def _in_int64(raw: object, units: int) -> int:
+    if not -(2**63) <= units < 2**63:
+        raise QuantityError(f"{raw!r} is too large (the amount must fit in a 64-bit integer)")
+    return units
 
 
 def resource_list(obj: str, field: str, raw: object) -> Resources:
@@ -88,8 +95,8 @@ def is_extended_resource(name: str) -> bool:
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
-def _container_requests(obj: str, field: str, container: Mapping[str, Any]) -> Resources:
-    res = container.get("resources") or {}
+def _container_requests(obj: str, field: str, container: Any) -> Resources:
+    res = as_mapping(obj, f"{field}.resources", as_mapping(obj, field, container).get("resources"))
     return resource_list(obj, f"{field}.resources.requests", res.get("requests"))
 
 
@@ -112,13 +119,14 @@ def pod_requests_and_nonzero(
     """``pod_requests`` without and with ``nonzero_defaults``, reading the manifest once."""
     containers = [
         _container_requests(obj, f"spec.containers[{i}]", c)
-        for i, c in enumerate(spec.get("containers") or ())
+        for i, c in enumerate(as_list(obj, "spec.containers", spec.get("containers")))
     ]
     inits = [
         (_container_requests(obj, f"spec.initContainers[{i}]", c), c.get("restartPolicy") == "Always")
-        for i, c in enumerate(spec.get("initContainers") or ())
+        for i, c in enumerate(as_list(obj, "spec.initContainers", spec.get("initContainers")))
     ]
-    pod_level = resource_list(obj, "spec.resources.requests", (spec.get("resources") or {}).get("requests"))
+    pod_resources = as_mapping(obj, "spec.resources", spec.get("resources"))
+    pod_level = resource_list(obj, "spec.resources.requests", pod_resources.get("requests"))
     overhead = resource_list(obj, "spec.overhead", spec.get("overhead"))
     plain = _aggregate(containers, inits, pod_level, overhead)
     if not nonzero_defaults:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_list
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
 _LABEL_OPS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
@@ -114,7 +114,7 @@ def label_selector(obj: str, field: str, raw: Any) -> LabelSelector:
         raise ObjectError(obj, f"{field}.matchLabels", "must be a map of strings")
     for k, v in ml.items():
         reqs.append(Requirement(str(k), IN, frozenset((str(v),))))
-    for i, expr in enumerate(raw.get("matchExpressions") or ()):
+    for i, expr in enumerate(as_list(obj, f"{field}.matchExpressions", raw.get("matchExpressions"))):
         reqs.append(_requirement(obj, f"{field}.matchExpressions[{i}]", expr, _LABEL_OPS))
     return LabelSelector(tuple(reqs))
 
@@ -156,10 +156,10 @@ def node_selector_term(obj: str, field: str, raw: Any) -> NodeSelectorTerm | Non
         raise ObjectError(obj, field, "must be a node selector term")
     exprs = tuple(
         _requirement(obj, f"{field}.matchExpressions[{i}]", e, _NODE_OPS)
-        for i, e in enumerate(raw.get("matchExpressions") or ())
+        for i, e in enumerate(as_list(obj, f"{field}.matchExpressions", raw.get("matchExpressions")))
     )
     fields: list[Requirement] = []
-    for i, f in enumerate(raw.get("matchFields") or ()):
+    for i, f in enumerate(as_list(obj, f"{field}.matchFields", raw.get("matchFields"))):
         r = _requirement(obj, f"{field}.matchFields[{i}]", f, _NODE_OPS)
         if r.key != "metadata.name":
             raise ObjectError(
@@ -183,7 +183,7 @@ def node_selector(obj: str, field: str, raw: Any) -> NodeSelector:
     if not isinstance(raw, Mapping):
         raise ObjectError(obj, field, "must be a node selector")
     terms = []
-    for i, t in enumerate(raw.get("nodeSelectorTerms") or ()):
+    for i, t in enumerate(as_list(obj, f"{field}.nodeSelectorTerms", raw.get("nodeSelectorTerms"))):
         term = node_selector_term(obj, f"{field}.nodeSelectorTerms[{i}]", t)
         if term is not None:
             terms.append(term)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from harmonic.api.errors import ObjectError
+from harmonic.api.errors import ObjectError, as_mapping
 from harmonic.api.pod import Pod
 from harmonic.api.quantity import QuantityError, parse_cached
 from harmonic.api.selectors import (
@@ -66,12 +66,7 @@ _MIGRATABLE_SOURCES = {
 }
 
 
-def _map(obj: str, field: str, raw: Any) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ObjectError(obj, field, f"must be an object, not {type(raw).__name__}")
-    return raw
+_map = as_mapping
 
 
 def _str(obj: str, field: str, raw: Any) -> str:

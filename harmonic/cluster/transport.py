@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
+import yaml
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
@@ -51,6 +52,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
 from harmonic.cluster import http1
+from harmonic.cluster.kubeconfig import KubeconfigError, check_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -139,13 +141,19 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> kc
     cfg = kclient.Configuration()
     try:
         if kubeconfig:
+            check_kubeconfig(kubeconfig, context)
             kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
             try:
                 kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             except ConfigException:
+                files = _kubeconfig_paths()
+                for f in files:
+                    check_kubeconfig(f, context, selected=len(files) == 1)
                 kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, ValueError) as e:
+    except KubeconfigError as e:
+        raise ClientConfigError(f"cannot load cluster configuration from {e}") from None
+    except (ConfigException, OSError, ValueError, yaml.YAMLError) as e:
         where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
         raise ClientConfigError(f"cannot load cluster configuration from {where}: {e}") from None
     return kclient.ApiClient(configuration=cfg)
@@ -160,9 +168,14 @@ def cluster_config_found() -> bool:
         incluster_config.SERVICE_TOKEN_FILENAME
     ):
         return True
+    return bool(_kubeconfig_paths())
+
+
+def _kubeconfig_paths() -> list[str]:
+    """The kubeconfig files client-go would merge: $KUBECONFIG's that exist, else ~/.kube/config."""
     paths = os.environ.get("KUBECONFIG", "")
     candidates = [p for p in paths.split(os.pathsep) if p] if paths else ["~/.kube/config"]
-    return any(os.path.isfile(os.path.expanduser(p)) for p in candidates)
+    return [os.path.expanduser(p) for p in candidates if os.path.isfile(os.path.expanduser(p))]
 
 
 def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext:
@@ -214,7 +227,10 @@ class Transport:
         self.host = cfg.host.rstrip("/")
         self._hostname, self._port = url.hostname, url.port
         self._prefix = url.path.rstrip("/")
-        self._tls = _ssl_context(cfg) if url.scheme == "https" else None
+        try:
+            self._tls = _ssl_context(cfg) if url.scheme == "https" else None
+        except (ssl.SSLError, OSError, ValueError) as e:
+            raise ClientConfigError(f"TLS settings for {cfg.host} cannot be used: {e}") from None
         self._sni = cfg.tls_server_name or None
         self.limiter = RateLimiter(qps, burst)
         self.user_agent = user_agent

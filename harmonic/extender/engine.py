@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from harmonic.api import casefold
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node, parse_node
 from harmonic.api.pod import Pod, parse_pod
@@ -67,6 +68,7 @@ from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
+from harmonic.plugins.interpodaffinity.terms import pod_terms
 from harmonic.scheduler.clock import RealClock
 from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
 
@@ -202,6 +204,9 @@ class Extender:
         services: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
     ) -> None:
+        # Keys in any case are folded with tables from the generated API models: build them now,
+        # not in the first request.
+        casefold.prepare("V1Pod", "V1Node")
         self.config = config
         self.cache = cache
         self.client: ClusterClient = client or _NoClient()
@@ -491,9 +496,15 @@ class Extender:
 
 def _parse_pod(raw: Mapping[str, Any], field: str) -> Pod:
     try:
-        return parse_pod(raw)
+        pod = parse_pod(raw)
+        # Pod (anti-)affinity is compiled lazily by its plugin, whose failure would be a 500 from
+        # prioritize: compile it here (it is cached on the pod) so a malformed term is the client's 400.
+        error = pod_terms(pod).error
     except (ObjectError, ValueError) as e:
         raise WireError(f"{field}: {e}") from None
+    if error:
+        raise WireError(f"{field}: spec.affinity: {error}")
+    return pod
 
 
 def _pod_ref(args: wire.BindingArgs) -> Pod:

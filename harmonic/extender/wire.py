@@ -5,8 +5,9 @@ The Go types carry no json tags, so the JSON keys are the Go field names: ``Pod`
 ``NodeNameToVictims``, ``NodeNameToMetaVictims``, ``Pods``, ``NumPDBViolations``, ``UID``,
 ``PodName``, ``PodNamespace``, ``PodUID``, ``Node``. Nil pointers, maps and slices travel as ``null``.
 
-Go's decoder matches keys case-insensitively and ignores unknown ones; so does this module for the
-top-level keys of every request. Anything that is not the protocol's shape raises ``WireError`` naming
+Go's decoder matches keys case-insensitively and ignores unknown ones; so does this module, at every
+depth: the protocol's own keys here, and the keys of the Pods and Nodes inside by
+``harmonic.api.casefold`` (``Items`` is ``items``, ``Metadata`` is ``metadata``). Anything that is not the protocol's shape raises ``WireError`` naming
 the field (the server answers 400 with it).
 
 Node objects are the bulk of a ``nodeCacheCapable: false`` request (thousands of full ``v1.Node``s).
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+
+from harmonic.api.casefold import canonical
 
 MAX_EXTENDER_PRIORITY = 10
 MIN_EXTENDER_PRIORITY = 0
@@ -46,44 +49,33 @@ class _NodeList(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
-class _MetaPod(msgspec.Struct):
-    UID: str = ""
-
-
-class _MetaVictims(msgspec.Struct):
-    Pods: list[_MetaPod] | None = None
-    NumPDBViolations: int = 0
-
-
-class _Victims(msgspec.Struct):
-    Pods: list[dict[str, Any]] | None = None
-    NumPDBViolations: int = 0
-
-
 _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _object = msgspec.json.Decoder(dict[str, Any])
-_node_list = msgspec.json.Decoder(_NodeList)
+_raw_list = msgspec.json.Decoder(list[msgspec.Raw] | None)
 _node_head = msgspec.json.Decoder(_NodeHead)
 _names = msgspec.json.Decoder(list[str] | None)
 _string = msgspec.json.Decoder(str | None)
-_meta_victims = msgspec.json.Decoder(dict[str, _MetaVictims | None] | None)
-_victims = msgspec.json.Decoder(dict[str, _Victims | None] | None)
+_victims_map = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
+_int64 = msgspec.json.Decoder(Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)] | None)
 _encoder = msgspec.json.Encoder()
 
 
-def _fields(body: bytes, known: Sequence[str]) -> dict[str, msgspec.Raw]:
-    """Top-level keys matched to ``known`` case-insensitively (Go's encoding/json rule)."""
-    if not body.strip():
+def _fields(body: bytes | msgspec.Raw, known: Sequence[str], field: str = "") -> dict[str, msgspec.Raw]:
+    """The object's keys matched to ``known`` as Go's encoding/json does: the exact spelling, else
+    case-insensitively (the last such key wins); ``field`` names the object in errors (the body when
+    empty)."""
+    if not field and not body.strip():
         raise WireError("empty request body: expected a JSON object")
     try:
         top = _top.decode(body)
     except msgspec.DecodeError as e:
-        raise WireError(f"request body is not a JSON object: {_msg(e)}") from None
+        what = f"{field}: expected a JSON object" if field else "request body is not a JSON object"
+        raise WireError(f"{what}: {_msg(e)}") from None
     by_lower = {k.lower(): k for k in known}
     out: dict[str, msgspec.Raw] = {}
     for key, raw in top.items():
         name = by_lower.get(key.lower())
-        if name is not None and name not in out:
+        if name is not None and (name == key or name not in top):
             out[name] = raw
     return out
 
@@ -121,7 +113,8 @@ class NodeItem:
     key: tuple[str, str] | None
 
     def manifest(self) -> dict[str, Any]:
-        return _object.decode(self.raw)
+        node: dict[str, Any] = canonical(_object.decode(self.raw), "V1Node")
+        return node
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +171,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         fast: _Args | None = _args.decode(body)
     except msgspec.DecodeError:
         fast = None
-    if fast is not None and not _is_null(fast.Pod):
+    if fast is not None and not _is_null(fast.Pod) and (fast.Nodes is None or fast.Nodes.items is not None):
         pod = _pod(fast.Pod, "Pod")
         names = _names_cache.decode(fast.NodeNames)
         items = None if fast.Nodes is None else fast.Nodes.items or []
@@ -187,14 +180,19 @@ def decode_args(body: bytes) -> ExtenderArgs:
         f = _fields(body, ("Pod", "Nodes", "NodeNames"))
         pod = _pod(f.get("Pod"), "Pod")
         names = _decode(_names, f.get("NodeNames"), "NodeNames")
-        lst = None if _is_null(f.get("Nodes")) else _decode(_node_list, f.get("Nodes"), "Nodes")
-        items = None if lst is None else lst.items or []
+        items = None if _is_null(f.get("Nodes")) else _items(f["Nodes"])
     nodes = None if items is None else _node_items(items)
     if nodes is None and names is None:
         raise WireError("neither Nodes nor NodeNames is set: expected the candidate nodes")
     if nodes is not None and names is not None:
         raise WireError("both Nodes and NodeNames are set: expected exactly one")
     return ExtenderArgs(pod, nodes, names)
+
+
+def _items(raw: msgspec.Raw) -> list[msgspec.Raw]:
+    """``Nodes.items``, its key in any case."""
+    f = _fields(raw, ("items",), "Nodes")
+    return _decode(_raw_list, f.get("items"), "Nodes.items") or []
 
 
 def _node_items(items: list[msgspec.Raw]) -> list[NodeItem]:
@@ -204,8 +202,11 @@ def _node_items(items: list[msgspec.Raw]) -> list[NodeItem]:
         try:
             meta = decode(raw).metadata
         except msgspec.DecodeError:
-            _decode(_node_head, raw, f"Nodes.items[{i}]")
-            raise
+            meta = _ObjectMeta()
+        if not meta.name:
+            # Keys in another case, or wrong types: the slow path, with field errors.
+            node = canonical(_decode(_object, raw, f"Nodes.items[{i}]"), "V1Node")
+            meta = _decode(_node_head, msgspec.Raw(_encoder.encode(node)), f"Nodes.items[{i}]").metadata
         if not meta.name:
             raise WireError(f"Nodes.items[{i}].metadata.name: is required")
         key = (meta.uid, meta.resourceVersion) if meta.uid and meta.resourceVersion else None
@@ -216,7 +217,7 @@ def _node_items(items: list[msgspec.Raw]) -> list[NodeItem]:
 def _pod(raw: msgspec.Raw | None, field: str) -> dict[str, Any]:
     if _is_null(raw):
         raise WireError(f"{field}: is required")
-    pod = _decode(_object, raw, field)
+    pod = canonical(_decode(_object, raw, field), "V1Pod")
     assert isinstance(pod, dict)
     return pod
 
@@ -239,25 +240,34 @@ class PreemptionArgs:
 def decode_preemption_args(body: bytes) -> PreemptionArgs:
     f = _fields(body, ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims"))
     pod = _pod(f.get("Pod"), "Pod")
-    meta = _decode(_meta_victims, f.get("NodeNameToMetaVictims"), "NodeNameToMetaVictims")
-    full = _decode(_victims, f.get("NodeNameToVictims"), "NodeNameToVictims")
-    victims: dict[str, Victims] = {}
-    if meta is not None:
-        for node, v in meta.items():
-            pods = v.Pods if v is not None else None
-            uids = tuple(p.UID for p in pods or ())
-            victims[node] = Victims(uids, v.NumPDBViolations if v is not None else 0)
-    elif full is not None:
-        for node, fv in full.items():
-            uids_list = []
-            for j, p in enumerate((fv.Pods if fv is not None else None) or ()):
-                uid = (p.get("metadata") or {}).get("uid") if isinstance(p.get("metadata"), Mapping) else None
-                if not isinstance(uid, str) or not uid:
-                    raise WireError(f"NodeNameToVictims[{node!r}].Pods[{j}].metadata.uid: is required")
-                uids_list.append(uid)
-            victims[node] = Victims(tuple(uids_list), fv.NumPDBViolations if fv is not None else 0)
-    else:
+    meta = _decode(_victims_map, f.get("NodeNameToMetaVictims"), "NodeNameToMetaVictims")
+    full = _decode(_victims_map, f.get("NodeNameToVictims"), "NodeNameToVictims")
+    field = "NodeNameToMetaVictims" if meta is not None else "NodeNameToVictims"
+    given = meta if meta is not None else full
+    if given is None:
         raise WireError("neither NodeNameToVictims nor NodeNameToMetaVictims is set")
+    victims: dict[str, Victims] = {}
+    for node, raw in given.items():
+        where = f"{field}[{node!r}]"
+        if _is_null(raw):
+            victims[node] = Victims((), 0)
+            continue
+        v = _fields(raw, ("Pods", "NumPDBViolations"), where)
+        violations = _decode(_int64, v.get("NumPDBViolations"), f"{where}.NumPDBViolations") or 0
+        uids = []
+        for j, p in enumerate(_decode(_raw_list, v.get("Pods"), f"{where}.Pods") or ()):
+            if meta is not None:
+                uid = _decode(
+                    _string, _fields(p, ("UID",), f"{where}.Pods[{j}]").get("UID"), f"{where}.Pods[{j}].UID"
+                )
+            else:
+                victim = _pod(p, f"{where}.Pods[{j}]")
+                m = victim.get("metadata")
+                uid = m.get("uid") if isinstance(m, Mapping) else None
+                if not isinstance(uid, str) or not uid:
+                    raise WireError(f"{where}.Pods[{j}].metadata.uid: is required")
+            uids.append(uid or "")
+        victims[node] = Victims(tuple(uids), violations)
     return PreemptionArgs(pod, victims)
 
 

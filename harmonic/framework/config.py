@@ -483,6 +483,10 @@ def load_config(
     data: Mapping[str, Any] | None, registry: Registry, source: str = "<config>"
 ) -> SchedulerConfiguration:
     """Resolve a parsed KubeSchedulerConfiguration document (``None`` = all defaults)."""
+    if data is not None and not isinstance(data, Mapping):
+        raise ConfigError(
+            f"{source}: expected a KubeSchedulerConfiguration object, got {type(data).__name__}"
+        )
     data = dict(data or {})
     if data.get("apiVersion", API_VERSION) != API_VERSION:
         raise ConfigError(
@@ -617,13 +621,13 @@ def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfigura
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(e)}") from None
+        raise ConfigError(f"{p}: not valid YAML: {yaml_problem(e)}") from None
     if data is not None and not isinstance(data, Mapping):
         raise ConfigError(f"{p}: expected a KubeSchedulerConfiguration object")
     return load_config(data, registry, source=str(p))
 
 
-def _yaml_problem(e: yaml.YAMLError) -> str:
+def yaml_problem(e: yaml.YAMLError) -> str:
     """A YAML error on one line: what is wrong and where."""
     if isinstance(e, yaml.MarkedYAMLError):
         where = e.problem_mark or e.context_mark

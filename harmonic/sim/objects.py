@@ -151,7 +151,8 @@ class PriorityClasses:
     global_default: tuple[int, str] | None = None
 
     def add(self, obj: Mapping[str, Any], source: str) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
         if not isinstance(name, str) or not name:
             raise ScenarioError(source, "metadata.name", "is required")
         value = obj.get("value")
@@ -180,6 +181,8 @@ def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
         text = path.read_text()
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(str(path), "", f"cannot read: not UTF-8 text (byte {e.start})") from None
     try:
         docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
     except (yaml.YAMLError, json.JSONDecodeError) as e:
@@ -242,6 +245,8 @@ def check_object(
         raise ScenarioError(source, "", "expected a Kubernetes object")
     kind = raw.get("kind")
     api = raw.get("apiVersion")
+    if not isinstance(kind, str):
+        raise ScenarioError(source, "kind", f"must be a string, not {type(kind).__name__}")
     if kind == "PriorityClass" and api == PRIORITY_CLASS_API:
         return None  # collected beforehand by collect_priority_classes
     if kind in INERT_KINDS and api == INERT_KINDS[kind]:
@@ -252,7 +257,6 @@ def check_object(
     if kind not in WORKLOAD_KINDS:
         supported = ", ".join([*WORKLOAD_KINDS, "PriorityClass", *INERT_KINDS, *BATCH_KINDS])
         raise ScenarioError(source, "kind", f"{kind!r} is not simulated; supported kinds: {supported}")
-    assert isinstance(kind, str)
     if api != WORKLOAD_KINDS[kind]:
         raise ScenarioError(source, "apiVersion", f"{kind} must be {WORKLOAD_KINDS[kind]}, not {api!r}")
     meta = raw.get("metadata")
@@ -319,6 +323,8 @@ def _check_controller_spec(
     if not isinstance(tmeta, Mapping):
         raise _err(source, obj, "spec.template.metadata", "must be an object")
     labels = tmeta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise _err(source, obj, "spec.template.metadata.labels", "must be a map of labels")
     tspec = _admit_pod_spec(template.get("spec"), source, obj, "spec.template.spec", priorities)
     if kind == "Job":
         policy = tspec.get("restartPolicy")
@@ -392,6 +398,9 @@ def _admit_pod_spec(raw: Any, source: str, obj: str, path: str, priorities: Prio
     if not isinstance(raw, Mapping):
         raise _err(source, obj, path, "is required")
     spec: Obj = dict(raw)
+    for key in ("volumes", "tolerations"):  # read here, before the pod parser checks the rest
+        if not isinstance(spec.get(key) or [], list):
+            raise _err(source, obj, f"{path}.{key}", f"must be a list, not {type(spec[key]).__name__}")
     sched = spec.get("schedulerName")
     if sched not in (None, "", DEFAULT_SCHEDULER_NAME):
         raise _err(
@@ -414,7 +423,7 @@ def _admit_pod_spec(raw: Any, source: str, obj: str, path: str, priorities: Prio
         raise _err(source, obj, f"{path}.resourceClaims", "dynamic resource allocation is not simulated")
     cls = spec.get("priorityClassName")
     if cls:
-        if cls not in priorities.values:
+        if not isinstance(cls, str) or cls not in priorities.values:
             raise _err(
                 source, obj, f"{path}.priorityClassName", f"no PriorityClass with name {cls} was found"
             )

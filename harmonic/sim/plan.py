@@ -19,6 +19,7 @@ from harmonic.api.node import REGION_LABEL, ZONE_LABEL, parse_node
 from harmonic.api.selectors import LabelSelector, label_selector
 from harmonic.sim import trace as tr
 from harmonic.sim.errors import ScenarioError
+from harmonic.sim.limits import Budget
 from harmonic.sim.objects import (
     PriorityClasses,
     WorkloadObject,
@@ -206,8 +207,13 @@ class _Builder:
         self.node_names: dict[str, float] = {}
         #: zone -> when its first node exists.
         self.zones: dict[str, float] = {}
+        self.budget = Budget(sc.limits, source)
 
     def add(self, time: float, action: Action, origin: str) -> None:
+        if isinstance(action, CreateObject):
+            self.budget.created(action.obj.key, action.obj.kind, action.obj.spec)
+        elif isinstance(action, Scale):
+            self.budget.scaled(action.key, action.replicas)
         self.timeline.append(Timed(time, len(self.timeline), action, origin))
 
     def create(self, obj: WorkloadObject, at: float, lifetime: float | None, origin: str) -> None:
@@ -227,6 +233,9 @@ class _Builder:
         nodes: list[Obj] = []
         c = self.sc.cluster
         for i, pool in enumerate(c.node_pools):
+            self.budget.add_nodes(pool.count, f"cluster.nodePools[{i}].count")
+        self.budget.add_nodes(len(c.nodes), "cluster.nodes")
+        for i, pool in enumerate(c.node_pools):
             if pool.name in self.pools:
                 raise ScenarioError(
                     self.source, f"cluster.nodePools[{i}].name", f"duplicate pool {pool.name!r}"
@@ -241,7 +250,9 @@ class _Builder:
             path = self.base / f
             if not path.exists():
                 raise ScenarioError(self.source, f"cluster.nodeFiles[{i}]", f"{f}: no such file")
-            for label, raw in read_documents(path):
+            docs = list(read_documents(path))
+            self.budget.add_nodes(len(docs), f"cluster.nodeFiles[{i}]")
+            for label, raw in docs:
                 nodes.append(_check_node(raw, label, ""))
         for n in nodes:
             name = n["metadata"]["name"]
@@ -321,7 +332,10 @@ class _Builder:
                 where, "kind", f"{kind!r}: arrivals make Pods, Jobs, Deployments, ReplicaSets or StatefulSets"
             )
         dist = w.duration
-        meta = dict(w.template.get("metadata") or {})
+        raw_meta = w.template.get("metadata") or {}
+        if not isinstance(raw_meta, Mapping):
+            raise ScenarioError(where, "metadata", "must be an object")
+        meta = dict(raw_meta)
         meta["name"] = f"{w.name}-0"
         proto = check_object(
             {**w.template, "metadata": meta}, where, w.namespace, self.priorities, dist, self.inert
@@ -331,6 +345,10 @@ class _Builder:
         times: list[tuple[float, tr.Arrival | None]] = []
         if w.process == "poisson":
             assert w.rate is not None
+            expected = math.inf if w.end is None else w.rate * max(w.end - w.start, 0.0)
+            if w.count is not None:
+                expected = min(w.count, expected)
+            self.budget.expect_pods(expected, f"workloads[{i}]")
             t = w.start
             while w.count is None or len(times) < w.count:
                 t += rng.expovariate(w.rate)
@@ -522,6 +540,7 @@ class _Builder:
 
     def _new_nodes(self, ev: NodeAdded, where: str) -> list[Obj]:
         out: list[Obj] = []
+        self.budget.add_nodes((ev.count if ev.pool is not None else 0) + len(ev.nodes), f"{where}.count")
         if ev.pool is not None:
             pool = self.pools.get(ev.pool)
             if pool is None:
@@ -547,7 +566,10 @@ def _service(raw: Mapping[str, Any], source: str, namespace: str) -> Obj:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str) or not name:
         raise ScenarioError(source, "metadata.name", "is required")
-    selector = (raw.get("spec") or {}).get("selector")
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise ScenarioError(source, "spec", "must be an object")
+    selector = spec.get("selector")
     if selector is not None and not isinstance(selector, Mapping):
         raise ScenarioError(source, "spec.selector", "must be a map of labels")
     return {**raw, "metadata": {**meta, "namespace": meta.get("namespace") or namespace}}
@@ -604,7 +626,10 @@ def build_plan(
     b.workloads(extra_topologies)
     b.events()
     b.check_ground_truth()
+    b.budget.check_pods("workloads")
     timeline = sorted(b.timeline, key=lambda t: (t.time, t.seq))
+    if sc.duration is None and timeline:
+        b.budget.check_samples(timeline[-1].time, sc.sample_interval, "sampleInterval")
     return Plan(
         name=sc.name,
         source=source,

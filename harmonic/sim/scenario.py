@@ -70,7 +70,9 @@ Seconds = Annotated[
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False
+    )
 
 
 class Distribution(_M):
@@ -379,6 +381,21 @@ class ReschedulerSpec(_M):
     cooldown: Seconds = 600.0
 
 
+class Limits(_M):
+    """Bounds on what a scenario may ask for, checked when it is loaded (before anything is generated)
+    so a typo such as ``replicas: 10000000`` fails at once with the count instead of exhausting memory.
+    The defaults are Kubernetes' own scalability thresholds (5,000 nodes, 150,000 pods); raise them
+    here to simulate more."""
+
+    #: Nodes at their most: the cluster's plus every nodeAdded event's.
+    max_nodes: int = Field(default=5000, ge=1)
+    #: Pods the workloads ask for: each object at its largest size (replicas, a Job's parallelism, one
+    #: per node for a DaemonSet), summed over every object the scenario creates.
+    max_pods: int = Field(default=150_000, ge=1)
+    #: Metric samples: the simulated time over ``sampleInterval``.
+    max_samples: int = Field(default=100_000, ge=1)
+
+
 class Scenario(_M):
     api_version: Literal["harmonic.dev/v1alpha1"]
     kind: Literal["Scenario"]
@@ -400,11 +417,17 @@ class Scenario(_M):
     workloads: list[Workload] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     rescheduler: ReschedulerSpec | None = None
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="after")
     def _positive(self) -> Scenario:
         if self.sample_interval <= 0:
             raise ValueError("sampleInterval must be > 0")
+        if self.duration is not None and self.duration / self.sample_interval > self.limits.max_samples:
+            raise ValueError(
+                f"duration / sampleInterval is {self.duration / self.sample_interval:.0f} samples, more "
+                f"than limits.maxSamples ({self.limits.max_samples}); raise sampleInterval or the limit"
+            )
         return self
 
 
@@ -462,6 +485,8 @@ def read_yaml(path: Path, what: str = "file") -> Any:
         text = path.read_text()
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(str(path), "", f"cannot read {what}: not UTF-8 text (byte {e.start})") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -12,6 +12,7 @@ truth's business (``harmonic.sim.truth``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,7 @@ def load_topology(ref: str, base_dir: Path, source: str, path: str) -> tuple[dic
         )
     try:
         data = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ScenarioError(str(file), "", f"not a readable JSON topology: {e}") from None
     validate_topology(data, str(file))
     return data, str(file)
@@ -109,12 +110,12 @@ def validate_topology(data: Any, source: str) -> None:
         if not isinstance(edge, Mapping):
             raise ScenarioError(source, f"edges[{i}]", "must be an object with src, dst, weight")
         for end in ("src", "dst"):
-            if edge.get(end) not in names:
+            if not isinstance(edge.get(end), str) or edge.get(end) not in names:
                 raise ScenarioError(
                     source, f"edges[{i}].{end}", f"{edge.get(end)!r} is not a service of this topology"
                 )
         w = edge.get("weight")
-        if not isinstance(w, int | float) or isinstance(w, bool) or w < 0:
+        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < math.inf:
             raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
 
 

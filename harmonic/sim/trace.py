@@ -75,10 +75,15 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
         f = path.open(newline="")
     except OSError as e:
         raise ScenarioError(str(path), "", f"cannot read: {e.strerror}") from None
+    line = 0
     with f:
-        for line, row in enumerate(csv.reader(f), start=1):
-            if row and any(c.strip() for c in row):
-                yield line, [c.strip() for c in row]
+        try:
+            for line, row in enumerate(csv.reader(f), start=1):
+                if row and any(c.strip() for c in row):
+                    yield line, [c.strip() for c in row]
+        except (UnicodeDecodeError, csv.Error) as e:
+            reason = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
+            raise ScenarioError(f"{path}:{line + 1}", "", f"cannot read: {reason}") from None
 
 
 def _number(path: Path, line: int, column: str, text: str, allow_empty: bool = False) -> float | None:
@@ -159,6 +164,19 @@ def _memory(normalised: float, memory_at_100: Fraction) -> int:
     return int(Fraction(normalised) * memory_at_100 / 100)
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _requests(
+    where: str, cpu: tuple[str, float], mem: tuple[str, float], memory_at_100: Fraction
+) -> tuple[int, int]:
+    """(milli-CPU, memory bytes) of normalised (column, value) cells; Kubernetes quantities are int64."""
+    for column, value in ((cpu[0], cpu[1] * 10), (mem[0], mem[1] * float(memory_at_100) / 100)):
+        if not abs(value) <= _INT64_MAX:
+            raise ScenarioError(where, column, "is more than a Kubernetes quantity can hold")
+    return round(cpu[1] * 10), _memory(mem[1], memory_at_100)
+
+
 def read_batch_tasks(path: Path, memory_at_100: Fraction, skipped: Counter[str]) -> list[BatchTask]:
     out = []
     for line, row in _rows(path):
@@ -186,6 +204,7 @@ def read_batch_tasks(path: Path, memory_at_100: Fraction, skipped: Counter[str])
         if c is None or m is None or c <= 0:
             skipped["batch_task: no plan_cpu or plan_mem"] += 1
             continue
+        cpu_milli, memory_bytes = _requests(f"{path}:{line}", ("plan_cpu", c), ("plan_mem", m), memory_at_100)
         out.append(
             BatchTask(
                 job=job,
@@ -193,8 +212,8 @@ def read_batch_tasks(path: Path, memory_at_100: Fraction, skipped: Counter[str])
                 instances=int(n),
                 start=t0,
                 end=t1,
-                cpu_milli=round(c * 10),
-                memory_bytes=_memory(m, memory_at_100),
+                cpu_milli=cpu_milli,
+                memory_bytes=memory_bytes,
             )
         )
     return out
@@ -221,7 +240,12 @@ def read_containers(path: Path, memory_at_100: Fraction, skipped: Counter[str]) 
             continue
         seen = first.get(cid)
         if seen is None or t < seen.time:
-            first[cid] = Container(cid, app_du, t, round(c * 10), _memory(m, memory_at_100))
+            first[cid] = Container(
+                cid,
+                app_du,
+                t,
+                *_requests(f"{path}:{line}", ("cpu_request", c), ("mem_size", m), memory_at_100),
+            )
     return sorted(first.values(), key=lambda c: (c.time, c.container_id))
 
 

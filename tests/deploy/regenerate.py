@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from tests.deploy.gotemplate import render_chart
+from tests.deploy.helm import render_chart
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "harmonic"

@@ -1,5 +1,5 @@
-"""Deployment artefacts: the Helm chart (rendered by tests/deploy/gotemplate.py, Helm being unavailable
-here), the plain manifests in deploy/, RBAC against harmonic/cluster/permissions.py, the mounted
+"""Deployment artefacts: the Helm chart (rendered and linted by Helm's own library, every object checked
+against Kubernetes' OpenAPI schemas), the plain manifests in deploy/, RBAC against harmonic/cluster/permissions.py, the mounted
 scheduler configuration, the container arguments against the CLI, and the Dockerfile."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -33,7 +34,7 @@ from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kubeshape import binding_args, marshal
 from tests.cluster.conftest import wait_until
-from tests.deploy.gotemplate import TemplateError, render_chart
+from tests.deploy.helm import lint_chart, render_chart
 from tests.deploy.regenerate import CHART, RENDERED, ROOT, expected
 
 TLS_AND_TOKEN = {
@@ -45,6 +46,8 @@ VARIANTS = {
     "extender": yaml.safe_load((CHART / "values-extender.yaml").read_text()),
     "extender-tls": TLS_AND_TOKEN,
 }
+#: What lint and schema validation cover: every variant, and the rescheduler beside the scheduler.
+CHECKED = {**VARIANTS, "rescheduler": yaml.safe_load((CHART / "values-rescheduler.yaml").read_text())}
 
 
 def by_kind(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -313,13 +316,63 @@ def test_container_arguments_parse_with_the_cli(rendered):
     assert port in svc_ports and port in container_ports
 
 
-def test_unsupported_template_syntax_fails_loudly(tmp_path):
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "Chart.yaml").write_text("name: x\nversion: 0.1.0\n")
-    (tmp_path / "values.yaml").write_text("a: 1\n")
-    (tmp_path / "templates" / "x.yaml").write_text("v: {{ .Values.a | b64enc }}\n")
-    with pytest.raises(TemplateError, match="b64enc"):
-        render_chart(tmp_path)
+#: The oldest Kubernetes minor the chart supports (its Chart.yaml ``kubeVersion``) and the newest one
+#: whose OpenAPI schemas kubernetes-validate ships.
+OLDEST_KUBE, NEWEST_KUBE = "1.29", kubernetes_validate.utils.major_minor(kubernetes_validate.latest_version())
+
+
+def test_chart_declares_the_oldest_supported_kubernetes():
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == f">={OLDEST_KUBE}.0-0"
+    assert [int(p) for p in NEWEST_KUBE.split(".")] > [int(p) for p in OLDEST_KUBE.split(".")]
+
+
+@pytest.mark.parametrize("kube", [OLDEST_KUBE, NEWEST_KUBE])
+@pytest.mark.parametrize("variant", sorted(CHECKED))
+def test_helm_lint_strict_finds_nothing_but_the_missing_icon(variant, kube):
+    assert lint_chart(CHART, CHECKED[variant], kube_version=f"v{kube}.0") == [
+        "INFO Chart.yaml: icon is recommended"
+    ]
+
+
+def test_helm_lint_catches_a_broken_template(tmp_path):
+    """The lint above can fail: the same linter on a chart with a template error reports it."""
+    broken = tmp_path / "harmonic"
+    broken.mkdir()
+    for f in ("Chart.yaml", "values.yaml"):
+        (broken / f).write_text((CHART / f).read_text())
+    (broken / "templates").mkdir()
+    (broken / "templates" / "x.yaml").write_text("a: {{ .Values.image.tag | nosuchfunction }}\n")
+    findings = lint_chart(broken)
+    assert any(f.startswith("ERROR") and "nosuchfunction" in f for f in findings), findings
+
+
+@pytest.mark.parametrize("kube", [OLDEST_KUBE, NEWEST_KUBE])
+@pytest.mark.parametrize("variant", sorted(CHECKED))
+def test_every_rendered_object_validates_strictly_against_the_kubernetes_schemas(variant, kube):
+    """Strict: an unknown field (a typo such as ``containerport``) is an error, as with
+    ``kubectl apply --validate=strict``. The schemas are the package's own files: no network."""
+    docs = render_chart(CHART, CHECKED[variant])
+    for d in docs:
+        try:
+            kubernetes_validate.validate(d, kube, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{variant} {d['kind']}/{d['metadata']['name']} on Kubernetes {kube}: {e.message}")
+
+
+def test_plain_manifests_validate_strictly_against_the_kubernetes_schemas():
+    for name in RENDERED:
+        for d in yaml.safe_load_all((ROOT / "deploy" / name).read_text()):
+            if d:
+                for kube in (OLDEST_KUBE, NEWEST_KUBE):
+                    kubernetes_validate.validate(d, kube, strict=True)
+
+
+def test_strict_schema_validation_rejects_an_unknown_field():
+    (dep,) = by_kind(render_chart(CHART))["Deployment"]
+    dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerport"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError, match="containerport"):
+        kubernetes_validate.validate(dep, NEWEST_KUBE, strict=True)
 
 
 def test_kube_scheduler_sample_points_at_the_extender():

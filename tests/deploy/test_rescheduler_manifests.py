@@ -24,7 +24,7 @@ from harmonic.rescheduler.permissions import rescheduler_permissions
 from harmonic.rescheduler.policy import load_policy
 from harmonic.testing.apiserver import ApiServerDouble
 from tests.cluster.conftest import wait_until
-from tests.deploy.gotemplate import render_chart
+from tests.deploy.helm import render_chart
 from tests.deploy.regenerate import CHART, NAMESPACE, ROOT
 
 MANIFEST = ROOT / "deploy" / "harmonic-rescheduler.yaml"

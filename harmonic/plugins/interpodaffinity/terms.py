@@ -139,8 +139,9 @@ def _weighted(pod: Pod, raw: Any) -> tuple[WeightedTerm, ...]:
         if not isinstance(t, Mapping):
             raise SelectorError("a weighted pod affinity term must be an object")
         weight = t.get("weight", 0)
-        if not isinstance(weight, int) or isinstance(weight, bool):
-            raise SelectorError(f"weight {weight!r} is not an integer")
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            # The API server's range (validateWeightedPodAffinityTerms); also keeps scores in int64.
+            raise SelectorError(f"weight {weight!r} must be an integer in 1..100")
         out.append(WeightedTerm(_term(pod, t.get("podAffinityTerm") or {}), weight))
     return tuple(out)
 
