@@ -3,6 +3,7 @@
     python benchmarks/harmony_claims.py                                  # bundled scenario, seeds 1-10
     python benchmarks/harmony_claims.py --scenario examples/scenarios/sockshop-two-zones-idle.yaml
     python benchmarks/harmony_claims.py --all --seeds 1-10 --jobs 2 --out /tmp/claims
+    python benchmarks/harmony_claims.py --all --routing preferZone     # every application zone-routed
 
 Runs `harmonic simulate SCENARIO --seeds ...` with kube-scheduler's default profile and the bundled
 `harmonic` profile (both in harmonic/data/profiles/harmonic.yaml), then checks each goal on the 95%
@@ -26,6 +27,7 @@ documents are written there (one sweep.json per scenario) and a claims.json besi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -204,6 +206,11 @@ def main() -> int:
         action="store_true",
         help="the bundled scenario and every examples/scenarios/*.yaml with an application topology",
     )
+    ap.add_argument(
+        "--routing",
+        choices=("random", "preferZone", "preferNode"),
+        help="run every application under this routing instead of the scenario's",
+    )
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", help="write sweep.json per scenario and claims.json here")
@@ -219,6 +226,14 @@ def main() -> int:
     for sc in scenarios:
         t0 = time.perf_counter()
         plans, runs = prepare_sweep(sc, [PROFILES], registry, seeds)
+        if args.routing:
+            plans = {
+                seed: dataclasses.replace(
+                    plan,
+                    topologies=[dataclasses.replace(t, routing=args.routing) for t in plan.topologies],
+                )
+                for seed, plan in plans.items()
+            }
         doc = sweep(plans, runs, LocalExecutor(args.jobs))
         result = judge(doc)
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
@@ -226,7 +241,9 @@ def main() -> int:
         print_claims(result)
         print(f"  ({len(seeds)} seeds x {len(runs)} profiles in {result['wall_seconds']} s wall)")
         if args.out:
-            name = Path(sc).stem if sc else BUNDLED_SCENARIO.stem
+            name = (Path(sc).stem if sc else BUNDLED_SCENARIO.stem) + (
+                f"-{args.routing}" if args.routing else ""
+            )
             write_sweep(Path(args.out) / name, doc)
         sys.stdout.flush()
     if args.out:
