@@ -35,6 +35,7 @@ from harmonic.signals.identity import WorkloadKey
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.scenario import FeedbackSpec
 from harmonic.sim.truth.config import TRUTH_CLASSES
+from harmonic.sim.truth.interference import workload_matches
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
@@ -168,16 +169,16 @@ class Yardstick:
                 values.append(spearman(matrix[c, keep], row[keep]))
         return round(float(np.mean(values)), 6) if values else None
 
-    def workload_error(self, rows: dict[WorkloadKey, np.ndarray]) -> float | None:
-        """Mean over workloads of the relative error of their own rows (``rows``: key -> row)."""
-        errs = []
+    def workload_errors(self, rows: dict[WorkloadKey, np.ndarray]) -> dict[WorkloadKey, float]:
+        """Relative error of each workload's own row (``rows``: key -> row) over its informed entries."""
+        errs = {}
         for key, (_, fit) in self.by_workload.items():
             truth = fit.solve()
             keep = ~np.isnan(truth)
             norm = float((truth[keep] ** 2).sum())
             if key in rows and norm > 0:
-                errs.append((float(((rows[key][keep] - truth[keep]) ** 2).sum()) / norm) ** 0.5)
-        return round(float(np.mean(errs)), 6) if errs else None
+                errs[key] = (float(((rows[key][keep] - truth[keep]) ** 2).sum()) / norm) ** 0.5
+        return errs
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -271,6 +272,14 @@ class SimFeedback:
             if est is not None:
                 rows[key] = est.mean
         prior_rows = {key: self.initial[c] for key, (c, _) in y.by_workload.items()}
+        before, after = y.workload_errors(prior_rows), y.workload_errors(rows)
+        # The workloads the scenario's truth singles out (``groundTruth.workloads``), one by one.
+        singled = [o.workload for o in self.world.plan.ground_truth.workloads]
+        named = {
+            str(k): {"initial": round(before[k], 6), "final": round(after[k], 6)}
+            for k in sorted(after)
+            if k in before and any(workload_matches(p, f"Any/{k}") for p in singled)
+        }
         return {
             "learning": self.learning,
             "rounds": self.rounds,
@@ -280,12 +289,17 @@ class SimFeedback:
             "matrix_error_final": y.error(final),
             "rank_correlation_initial": y.rank_correlation(self.initial),
             "rank_correlation_final": y.rank_correlation(final),
-            "workload_error_initial": y.workload_error(prior_rows),
-            "workload_error_final": y.workload_error(rows),
+            "workload_error_initial": _mean(before),
+            "workload_error_final": _mean(after),
+            "workload_errors": named,
             "resizes": None,
             "moves": None,
             "slo_violation_share": round(y.violations / y.reports, 6) if y.reports else None,
         }
+
+
+def _mean(errors: dict[WorkloadKey, float]) -> float | None:
+    return round(float(np.mean(list(errors.values()))), 6) if errors else None
 
 
 def feedback_for(world: World) -> SimFeedback | None:
