@@ -71,7 +71,12 @@ class SimulatedApps(httpx.BaseTransport):
             return _json(404, {"status": "error", "errorType": "not_found", "error": request.url.path})
         if request.url.params.get("query", "") != self._spec.query:
             return _json(
-                400, {"status": "error", "errorType": "bad_data", "error": f"unknown series; try {self._spec.query}"}
+                400,
+                {
+                    "status": "error",
+                    "errorType": "bad_data",
+                    "error": f"unknown series; try {self._spec.query}",
+                },
             )
         w = self._world
         now = w.clock.now()
@@ -80,7 +85,9 @@ class SimulatedApps(httpx.BaseTransport):
         t = truth.table
         rows = np.flatnonzero(t.node[: t.used] >= 0)
         rows = rows[up[t.node[rows]]]
-        slow = truth.interference.slowdown_arrays(t.node[rows], t.klass[rows], t.cpu[rows], t.mult[rows], alloc)
+        slow = truth.interference.slowdown_arrays(
+            t.node[rows], t.klass[rows], t.cpu[rows], t.mult[rows], alloc
+        )
         key_of = {slot: key for key, slot in t.slot_of.items()}
         self._queries += 1
         rng = np.random.default_rng([w.plan.seed, self._queries, 7919])
@@ -96,13 +103,18 @@ class SimulatedApps(httpx.BaseTransport):
             self.last_truth[key] = (t.workload[r], sd, base)
             ns, name = key.split("/", 1)
             series.append(
-                {"metric": {"namespace": ns, "pod": name}, "value": [now, repr(float(base * (1.0 + sd) * noise[i]))]}
+                {
+                    "metric": {"namespace": ns, "pod": name},
+                    "value": [now, repr(float(base * (1.0 + sd) * noise[i]))],
+                }
             )
         return _json(200, {"status": "success", "data": {"resultType": "vector", "result": series}})
 
 
 def _json(status: int, body: dict[str, Any]) -> httpx.Response:
-    return httpx.Response(status, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    return httpx.Response(
+        status, content=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
 
 
 class _Fit:
@@ -256,7 +268,7 @@ class SimFeedback:
             if obs is None or truth is None or obs.neighbours is None:
                 continue
             observations.append(obs)
-            _, slowdown, base = truth
+            _, slowdown, _base = truth
             self.yardstick.add(
                 obs.klass, obs.workload, obs.neighbours, slowdown, 1.0 + slowdown > self.spec.slo_factor
             )

@@ -23,6 +23,7 @@ prints. Entries no report informs stay at the prior exactly.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,8 @@ N = len(CLASSES)
 _INTERCEPT_SD = 0.5
 #: Entries are slowdowns: kept within what ``DissonanceModel.set`` accepts.
 _MAX_SLOWDOWN = 100.0
+#: Reports kept per workload for explanations (``harmonic model --explain``).
+RECENT = 20
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class InterferenceLearner:
         self.workloads: dict[WorkloadKey, WorkloadModel] = {}
         self.observations = 0
         self.rejected = 0
+        #: The latest reports of each workload, with their placement.
+        self.recent: dict[WorkloadKey, deque[Observation]] = {}
 
     # ------------------------------------------------------------------ intake
     def observe(self, observations: Iterable[Observation]) -> int:
@@ -115,6 +120,7 @@ class InterferenceLearner:
             wm.stats.xtx += np.outer(phi, phi)
             wm.stats.xty += phi * z
             wm.stats.n += 1
+            self.recent.setdefault(o.workload, deque(maxlen=RECENT)).append(o)
             used += 1
         self.observations += used
         return used
@@ -166,7 +172,7 @@ class InterferenceLearner:
             mean, _ = self._workload_posterior(wm)
             a = max(float(mean[0]), 1e-6)
             s = wm.stats
-            # Residual r = z / a - 1 regressed on x: X'X = S[1:,1:] / a^2 * a^2 cancels to keep units of r.
+            # Residual r = z / a - 1 regressed on x, from the workload's sums: X'r = (S_xz - a S_x) / a.
             xtx += s.xtx[1:, 1:]
             xtr += (s.xty[1:] - a * s.xtx[0, 1:]) / a
             n += s.n

@@ -62,7 +62,7 @@ def spec_from_annotations(obj: str, annotations: Mapping[str, str]) -> FlourishS
             target = check_value(raw.strip())
         except BadValue as e:
             raise FeedbackSpecError(f"{obj}: metadata.annotations[{TARGET_ANNOTATION}]: {e}") from None
-    return FlourishSpec(query, goal, target)  # type: ignore[arg-type]
+    return FlourishSpec(query, "maximize" if goal == "maximize" else "minimize", target)
 
 
 @dataclass(frozen=True, slots=True)
