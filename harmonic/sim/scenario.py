@@ -396,7 +396,7 @@ class FeedbackSpec(_M):
     #: the others only observe, as a baseline.
     learn: list[str] | None = None
     #: The learner's relative noise of one report, and the prior's spread (docs/feedback.md).
-    observation_noise: float = Field(default=0.2, gt=0)
+    observation_noise: float = Field(default=0.5, gt=0)
     prior_spread: float = Field(default=0.5, ge=0)
     prior_floor: float = Field(default=0.1, gt=0)
 

@@ -45,7 +45,7 @@ RECENT = 20
 @dataclass(frozen=True)
 class LearningConfig:
     #: Relative standard deviation of one report around the model (noise plus what the model misses).
-    observation_noise: float = 0.2
+    observation_noise: float = 0.5
     #: Prior standard deviation of an entry: this fraction of the prior value, plus ``prior_floor``.
     prior_spread: float = 0.5
     prior_floor: float = 0.1
