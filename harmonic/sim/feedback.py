@@ -285,8 +285,8 @@ class SimFeedback:
                 rows[key] = est.mean
         prior_rows = {key: self.initial[c] for key, (c, _) in y.by_workload.items()}
         before, after = y.workload_errors(prior_rows), y.workload_errors(rows)
-        # The workloads the scenario's truth singles out (``groundTruth.workloads``), one by one.
-        singled = [o.workload for o in self.world.plan.ground_truth.workloads]
+        # The workloads whose own sensitivity the scenario's truth sets (``groundTruth.workloads``).
+        singled = [o.workload for o in self.world.plan.ground_truth.workloads if o.sensitivity is not None]
         named = {
             str(k): {"initial": round(before[k], 6), "final": round(after[k], 6)}
             for k in sorted(after)
