@@ -90,12 +90,7 @@ class PrometheusSource:
         if self.reporter not in ("source", "destination"):
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
-        self._client = httpx.Client(
-            base_url=self.url.rstrip("/"),
-            timeout=self.timeout,
-            headers=dict(self.headers),
-            transport=self.transport,
-        )
+        self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
 
     def close(self) -> None:
         self._client.close()
@@ -132,11 +127,8 @@ class PrometheusSource:
         return Reading(samples, True, "", tuple(skipped))
 
     def _fail(self, reason: str, skipped: list[str] | None = None) -> Reading:
-        log.warning("%s: no signal: %s", self.name, reason)
-        TELEMETRY_UP.labels(self.name).set(0)
-        TELEMETRY_FAILURES.labels(self.name, reason.split(":")[0][:40]).inc()
-        r = Reading.no_signal(reason)
-        return Reading(r.samples, False, reason, tuple(skipped or ()))
+        count_no_signal(self.name, reason)
+        return Reading((), False, reason, tuple(skipped or ()))
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
         promql = template.replace("{window}", self.window).replace("{reporter}", self.reporter)
@@ -163,6 +155,19 @@ class PrometheusSource:
                 continue
             out[key] = out.get(key, 0.0) + v
         return out
+
+
+def prometheus_client(
+    url: str, timeout: float, headers: Mapping[str, str], transport: httpx.BaseTransport | None
+) -> httpx.Client:
+    return httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=dict(headers), transport=transport)
+
+
+def count_no_signal(source: str, reason: str) -> None:
+    """Log and count a read of ``source`` that gave no signal."""
+    log.warning("%s: no signal: %s", source, reason)
+    TELEMETRY_UP.labels(source).set(0)
+    TELEMETRY_FAILURES.labels(source, reason.split(":")[0][:40]).inc()
 
 
 def instant_query(client: httpx.Client, promql: str) -> list[dict[str, Any]] | str:

@@ -27,30 +27,40 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_serving(url: str) -> None:
+    def up() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(up, timeout=30, what="harmonic run serving")
+
+
 def test_posted_feedback_is_learnt_with_its_placement(api: ApiServerDouble, tmp_path: Path):
     api.create_many("nodes", [node(f"n{i}").cap(cpu="4", memory="16Gi", pods=110).obj() for i in range(2)])
-    web = pod("web-0").label("app", "web").label("pod-template-hash", "5d8f7").owner("ReplicaSet", "web-5d8f7").req(cpu="1").node("n0")
+    web = (
+        pod("web-0")
+        .label("app", "web")
+        .label("pod-template-hash", "5d8f7")
+        .owner("ReplicaSet", "web-5d8f7")
+        .req(cpu="1")
+        .node("n0")
+    )
     batch = pod("crunch-0").owner("Job", "crunch").req(cpu="2").node("n0")
-    api.create_many("pods", [web.obj(), batch.obj(), pod("web-1").label("app", "web").req(cpu="1").node("n1").obj()])
+    api.create_many(
+        "pods", [web.obj(), batch.obj(), pod("web-1").label("app", "web").req(cpu="1").node("n1").obj()]
+    )
     token = tmp_path / "token"
     token.write_text("s3cret\n")
     port = _free_port()
     config = run_config(api, tmp_path, DISSONANCE)
-    proc = harmonic_run(
-        config, "a", port, "--feedback-token-file", str(token), "--feedback-interval", "1"
-    )
+    proc = harmonic_run(config, "a", port, "--feedback-token-file", str(token), "--feedback-interval", "1")
     url = f"http://127.0.0.1:{port}"
     auth = {"Authorization": "Bearer s3cret"}
     report = {"namespace": "default", "pod": "web-0", "metric": "p99_ms", "value": 40.0}
     try:
-
-        def up() -> bool:
-            try:
-                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(up, timeout=30, what="harmonic run serving")
+        _wait_serving(url)
         assert httpx.post(f"{url}/v1/feedback", json=report, timeout=5).status_code == 401
         bad = httpx.post(f"{url}/v1/feedback", json={**report, "value": "NaN"}, headers=auth, timeout=5)
         assert bad.status_code == 400 and bad.json()["field"] == "value"
@@ -88,14 +98,7 @@ def test_without_feedback_options_the_endpoint_is_absent(api: ApiServerDouble, t
     proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port)
     url = f"http://127.0.0.1:{port}"
     try:
-
-        def up() -> bool:
-            try:
-                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(up, timeout=30, what="harmonic run serving")
+        _wait_serving(url)
         assert httpx.post(f"{url}/v1/feedback", content=json.dumps({}), timeout=5).status_code == 404
         assert httpx.get(f"{url}/debug/model", timeout=5).status_code == 404
         proc.send_signal(signal.SIGTERM)

@@ -15,7 +15,11 @@ from harmonic.plugins.registry import default_registry
 from harmonic.testing import node, pod
 from tests.extender.conftest import Client
 
-CONFIG = {"profiles": [{"schedulerName": "harmonic", "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}}}]}
+CONFIG = {
+    "profiles": [
+        {"schedulerName": "harmonic", "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}}}
+    ]
+}
 AUTH = {"Authorization": "Bearer t0ken", "Content-Type": "application/json"}
 
 
@@ -23,7 +27,9 @@ def test_feedback_endpoint_and_a_round_over_the_cache():
     cluster, cache = InMemoryCluster(), ClusterCache()
     cluster.subscribe(cache.on_node, cache.on_pod)
     cluster.add_node(node("n1").cap(cpu="8", memory="32Gi", pods=110).obj())
-    cluster.create_pod(pod("db-0").label("app", "db").owner("StatefulSet", "db").req(cpu="2").node("n1").obj())
+    cluster.create_pod(
+        pod("db-0").label("app", "db").owner("StatefulSet", "db").req(cpu="2").node("n1").obj()
+    )
     cluster.create_pod(pod("scan-0").owner("Job", "scan").req(cpu="4", memory="40Gi").node("n1").obj())
     cache.mark_synced()
     reg = default_registry()

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from harmonic.signals.feedback.observation import GOALS, BadValue, Goal, check_value
-from harmonic.signals.metrics import TELEMETRY_FAILURES, TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
-from harmonic.signals.prometheus import instant_query, series_value
+from harmonic.signals.metrics import TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
+from harmonic.signals.prometheus import count_no_signal, instant_query, prometheus_client, series_value
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +87,7 @@ class FlourishSource:
     transport: httpx.BaseTransport | None = None
 
     def __post_init__(self) -> None:
-        self._client = httpx.Client(
-            base_url=self.url.rstrip("/"),
-            timeout=self.timeout,
-            headers=dict(self.headers),
-            transport=self.transport,
-        )
+        self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
 
     def close(self) -> None:
         self._client.close()
@@ -125,7 +120,5 @@ class FlourishSource:
         return out
 
     def _fail(self, reason: str) -> str:
-        log.warning("%s: no signal: %s", self.name, reason)
-        TELEMETRY_UP.labels(self.name).set(0)
-        TELEMETRY_FAILURES.labels(self.name, reason.split(":")[0][:40]).inc()
+        count_no_signal(self.name, reason)
         return reason

@@ -36,7 +36,14 @@ def test_accepted_post_is_queued_with_its_fields():
     code, doc, _ = fi.handle(AUTH, body(timestamp="2023-11-14T22:13:00Z", goal="maximize"))
     assert (code, doc) == (202, {"accepted": 1})
     [p] = fi.drain()
-    assert (p.namespace, p.workload, p.pod, p.metric, p.value, p.goal) == ("shop", "cart", "", "p99_ms", 12.5, "maximize")
+    assert (p.namespace, p.workload, p.pod, p.metric, p.value, p.goal) == (
+        "shop",
+        "cart",
+        "",
+        "p99_ms",
+        12.5,
+        "maximize",
+    )
     assert p.timestamp == pytest.approx(1699999980.0)
     assert fi.drain() == []
 

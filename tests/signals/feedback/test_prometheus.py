@@ -17,7 +17,7 @@ from harmonic.signals.feedback.prometheus import (
 # A per-workload flourish series built from the exporter's Istio counters: the request rate each
 # destination workload serves, labelled the way the loop expects (namespace, workload).
 PER_WORKLOAD = (
-    'label_replace(label_replace(sum by (destination_workload, destination_workload_namespace) '
+    "label_replace(label_replace(sum by (destination_workload, destination_workload_namespace) "
     '(rate(istio_requests_total{reporter="source", source_workload!="unknown"}[5s])), '
     '"namespace", "$1", "destination_workload_namespace", "(.*)"), "workload", "$1", "destination_workload", "(.*)")'
 )
@@ -37,9 +37,12 @@ def test_per_pod_series_and_series_without_identity(prometheus):
     pod_query = f'label_replace({PER_WORKLOAD}, "pod", "$1-0", "workload", "(.*)")'
     reports = FlourishSource(prometheus).read(pod_query)
     assert not isinstance(reports, str)
-    assert {(r.namespace, r.pod) for r in reports} == {("shop", "cartservice-0"), ("shop", "productcatalog-0")}
+    assert {(r.namespace, r.pod) for r in reports} == {
+        ("shop", "cartservice-0"),
+        ("shop", "productcatalog-0"),
+    }
     # a series with neither pod nor workload labels names nobody: no usable series, no signal
-    anonymous = FlourishSource(prometheus).read('sum(rate(istio_requests_total[5s]))')
+    anonymous = FlourishSource(prometheus).read("sum(rate(istio_requests_total[5s]))")
     assert isinstance(anonymous, str) and "skipped" in anonymous
 
 
@@ -47,7 +50,7 @@ def test_per_pod_series_and_series_without_identity(prometheus):
     "query",
     [
         "this is not promql(",
-        'rate(istio_requests_total[5s])[1m:]',  # a range vector, not an instant vector
+        "rate(istio_requests_total[5s])[1m:]",  # a range vector, not an instant vector
         "absent_metric_name_xyz",  # empty
         f"-1 * {PER_WORKLOAD}",  # negative values are refused, leaving nothing
     ],
@@ -74,13 +77,19 @@ def test_annotations():
     assert spec == FlourishSpec(ann["harmonic.dev/flourish-query"], "minimize", 250.0)
     assert spec.violates(300) and not spec.violates(200)
     assert spec_from_annotations("x", {}) is None
-    tput = spec_from_annotations("x", {"harmonic.dev/flourish-query": "q", "harmonic.dev/flourish-goal": "maximize"})
+    tput = spec_from_annotations(
+        "x", {"harmonic.dev/flourish-query": "q", "harmonic.dev/flourish-goal": "maximize"}
+    )
     assert tput == FlourishSpec("q", "maximize") and not tput.violates(0)
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("harmonic.dev/flourish-goal", "fastest"), ("harmonic.dev/flourish-target", "NaN"), ("harmonic.dev/flourish-target", "-1")],
+    [
+        ("harmonic.dev/flourish-goal", "fastest"),
+        ("harmonic.dev/flourish-target", "NaN"),
+        ("harmonic.dev/flourish-target", "-1"),
+    ],
 )
 def test_bad_annotations_name_object_and_annotation(key, value):
     with pytest.raises(FeedbackSpecError, match=rf"Deployment shop/cart: metadata.annotations\[{key}\]"):
