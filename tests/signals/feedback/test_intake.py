@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harmonic.signals.feedback.intake import FeedbackIntake, parse
+from harmonic.signals.feedback.observation import MAX_VALUE
 
 NOW = 1_700_000_000.0
 AUTH = "Bearer s3cret"
@@ -115,3 +119,18 @@ def test_a_flood_is_rate_limited_per_identity():
 def test_settings_are_validated():
     with pytest.raises(ValueError, match="rate_per_second"):
         FeedbackIntake("t", rate_per_second=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.text(max_size=20)))
+def test_only_finite_non_negative_bounded_values_are_accepted(value):
+    """Whatever an application sends as its value, the intake either refuses it or queues a finite
+    number in [0, 1e12]; json.dumps writes NaN and Infinity as Python's json module reads them."""
+    fi, _ = intake()
+    code, _, _ = fi.handle(AUTH, body(value=value))
+    queued = fi.drain()
+    if code == 202:
+        [p] = queued
+        assert math.isfinite(p.value) and 0 <= p.value <= MAX_VALUE
+    else:
+        assert code == 400 and queued == []
