@@ -28,7 +28,8 @@ def model_state(learner: InterferenceLearner) -> dict[str, Any]:
             "observations": est.observations,
         }
     workloads: dict[str, Any] = {}
-    for key, wm in sorted(learner.workloads.items()):
+    # Copies taken at once: the loop may add reports from the scheduler thread while a request reads.
+    for key, wm in sorted(list(learner.workloads.items())):
         own = learner.workload_estimate(key)
         assert own is not None
         workloads[str(key)] = {
@@ -49,7 +50,7 @@ def model_state(learner: InterferenceLearner) -> dict[str, Any]:
                     "memory_bytes": o.memory_bytes,
                     "neighbours": _row(o.neighbours) if o.neighbours is not None else None,
                 }
-                for o in learner.recent.get(key, ())
+                for o in list(learner.recent.get(key, ()))
             ],
         }
     return {

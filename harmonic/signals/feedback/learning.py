@@ -166,7 +166,7 @@ class InterferenceLearner:
         xtx = np.zeros((N, N))
         xtr = np.zeros(N)
         n = 0
-        for wm in self.workloads.values():
+        for wm in list(self.workloads.values()):  # a copy: readers may run beside the loop
             if wm.klass != klass or wm.stats.n == 0:
                 continue
             mean, _ = self._workload_posterior(wm)
