@@ -81,7 +81,8 @@ class LiveFeedback:
     def model_route(self, query: str) -> tuple[int, bytes, str]:
         from harmonic.feedback.report import model_state
 
-        return 200, json.dumps(model_state(self.learner)).encode(), "application/json"
+        state = self.service.state() if self.service is not None else model_state(self.learner)
+        return 200, json.dumps(state).encode(), "application/json"
 
     def post_route(self, authorization: str, body: bytes) -> tuple[int, bytes, str, Mapping[str, str]]:
         assert self.intake is not None
@@ -185,4 +186,4 @@ def _from_simulation(
     out = simulate(plan, [r for r in runs if r.name == chosen], registry)
     loop = out.worlds[chosen].feedback
     assert loop is not None
-    return model_state(loop.learner)
+    return model_state(loop.learner, loop.advisor)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harmonic.feedback.moves import MoveAdvisor
 from harmonic.signals.classes import CLASSES
 from harmonic.signals.feedback.learning import InterferenceLearner
 from harmonic.signals.identity import WorkloadKey
@@ -15,9 +16,12 @@ def _row(values: Any) -> list[float]:
     return [round(float(x), 4) for x in values]
 
 
-def model_state(learner: InterferenceLearner) -> dict[str, Any]:
-    """Prior, learned mean and standard deviation per class row; per workload its own row, baseline
-    and latest reports with their placement."""
+def model_state(learner: InterferenceLearner, advisor: MoveAdvisor | None = None) -> dict[str, Any]:
+    """Prior, learned mean and standard deviation per class row; per workload its own row, baseline,
+    latest reports with their placement, and the moves recommended for it."""
+    decisions: dict[str, list[str]] = {}
+    for advice in list(advisor.log) if advisor is not None else []:
+        decisions.setdefault(advice.workload, []).append(advice.explain())
     classes: dict[str, Any] = {}
     for i, name in enumerate(_NAMES):
         est = learner.class_estimate(i)
@@ -52,6 +56,7 @@ def model_state(learner: InterferenceLearner) -> dict[str, Any]:
                 }
                 for o in list(learner.recent.get(key, ()))
             ],
+            "decisions": decisions.get(str(key), []),
         }
     return {
         "classes": _NAMES,
@@ -117,9 +122,8 @@ def explain(state: dict[str, Any], workload: str) -> str:
         lines.append(
             f"  t={r['time']:g} {r['pod']}: {r['metric']}={r['value']:g} ({r['goal']}); {r['node']}; {shares or 'alone'}"
         )
-    lines += [
-        "",
-        "decisions: placement only — the Dissonance plugin reads the class rows above; no resize or move "
-        'is made by the loop (docs/feedback.md, "Not done").',
+    lines += ["", "decisions (moves are recommended, not executed; no resize is made: docs/feedback.md):"]
+    lines += [f"  {d}" for d in w.get("decisions", [])] or [
+        "  none: no other node is predicted to be enough better"
     ]
     return "\n".join(lines) + "\n"

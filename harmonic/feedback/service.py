@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from harmonic.feedback.moves import MoveAdvisor
 from harmonic.feedback.report import model_state
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.plugins.dissonance import Dissonance, DissonanceArgs
@@ -71,6 +72,7 @@ class FeedbackService:
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self.no_signal = 0
+        self.advisor = MoveAdvisor()
 
     @property
     def model(self) -> DissonanceModel:
@@ -128,6 +130,7 @@ class FeedbackService:
         used = self.learner.observe(observations)
         FEEDBACK_OBSERVATIONS.inc(used)
         self.learner.refresh()
+        self.advisor.advise(view, self.learner, now)
         self._export()
         return True
 
@@ -139,7 +142,7 @@ class FeedbackService:
                 FEEDBACK_LEARNED_SD.labels(str(victim), str(aggressor)).set(float(est.sd[j]))
 
     def state(self) -> dict[str, Any]:
-        return model_state(self.learner)
+        return model_state(self.learner, self.advisor)
 
     # ------------------------------------------------------------------ thread
     def start(self) -> None:

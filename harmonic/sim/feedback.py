@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+from harmonic.feedback.moves import MoveAdvisor
 from harmonic.framework.config import Profile
 from harmonic.plugins.dissonance import MODEL_SERVICE, DissonanceArgs
 from harmonic.plugins.dissonance import Dissonance as DissonancePlugin
@@ -235,6 +236,7 @@ class SimFeedback:
         self.apps = SimulatedApps(world, spec)
         self.source = FlourishSource(APPS_URL, transport=self.apps, name="sim/apps")
         self.yardstick = Yardstick()
+        self.advisor = MoveAdvisor()
         self.rounds = 0
         self.no_signal = 0
 
@@ -274,6 +276,7 @@ class SimFeedback:
             )
         self.learner.observe(observations)
         self.learner.refresh()
+        self.advisor.advise(view, self.learner, now)
 
     def metrics(self) -> dict[str, Any]:
         y = self.yardstick
@@ -306,6 +309,7 @@ class SimFeedback:
             "workload_errors": named,
             "resizes": None,
             "moves": None,
+            "move_recommendations": self.advisor.issued,
             "slo_violation_share": round(y.violations / y.reports, 6) if y.reports else None,
         }
 

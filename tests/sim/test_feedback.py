@@ -32,6 +32,7 @@ KEYS = {
     "workload_errors",
     "resizes",
     "moves",
+    "move_recommendations",
     "slo_violation_share",
 }
 

@@ -45,6 +45,14 @@ class PlacementView:
         self._shares = table * inv[:, None]
         self._inv = inv
         self._snap = snap
+        self._free_cpu = alloc - snap.requested[:cap, CPU_COL].astype(np.float64)
+
+    def nodes(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        """Live node slots, their names, each one's class CPU shares ([nodes, classes]) and free CPU
+        (millicores, allocatable minus requested)."""
+        slots = np.flatnonzero(self._snap.live[: len(self._shares)])
+        names = [self._snap.node(int(s)).name for s in slots]
+        return slots, names, self._shares[slots], self._free_cpu[slots]
 
     def pods(self) -> list[Pod]:
         return [p for _, p in self._pods.values()]
