@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harmonic import __version__
+from harmonic.feedback import MODEL_PATH
+from harmonic.feedback.cli import feedback_options, live_feedback, model
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
@@ -469,6 +471,7 @@ def graph(
     help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
 )
 @_decisions_option
+@feedback_options
 def run(
     config_path: str,
     kubeconfig: str | None,
@@ -479,6 +482,9 @@ def run(
     log_format: str,
     sync_timeout: float | None,
     decisions_buffer: int,
+    feedback_token_file: str | None,
+    feedback_prometheus: str | None,
+    feedback_interval: float,
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
@@ -490,11 +496,13 @@ def run(
     """
     import signal
 
-    from harmonic.cluster.health import HealthServer, Route
+    from harmonic.cluster.health import HealthServer, PostRoute, Route
     from harmonic.cluster.kube import LiveScheduler, tune_process
     from harmonic.framework.decisions import DecisionLog
     from harmonic.framework.decisions import endpoint as decisions_endpoint
     from harmonic.plugins.registry import default_registry
+    from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
+    from harmonic.signals.feedback.placement import PlacementView
     from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
@@ -515,11 +523,18 @@ def run(
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
     tune_process()
-    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
+    services: dict[str, Any] = {**graphs, **(fb.services if fb else {})}
+    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)
     routes: dict[str, Route] = {}
+    post_routes: dict[str, PostRoute] = {}
     if decisions_buffer:
         decisions = live.scheduler.decisions = DecisionLog(decisions_buffer)
         routes["/debug/decisions"] = lambda q: (*decisions_endpoint(decisions, q), "application/json")
+    if fb is not None:
+        routes[MODEL_PATH] = fb.model_route
+        if fb.intake is not None:
+            post_routes[FEEDBACK_PATH] = fb.post_route
     server = None
     if metrics_port:
         try:
@@ -530,6 +545,7 @@ def run(
                 live.health_checks(),
                 live.ready_checks(),
                 routes,
+                post_routes,
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
@@ -539,11 +555,16 @@ def run(
     signal.signal(signal.SIGINT, lambda *_: live.stop())
     for graph in graphs.values():
         graph.start()
+    if fb is not None:
+        sched = live.scheduler
+        fb.start(lambda fn: sched.post(lambda: fn(PlacementView(sched.cache.snapshot))))
     try:
         code = live.run(sync_timeout)
     finally:
         for graph in graphs.values():
             graph.stop()
+        if fb is not None:
+            fb.stop()
     if server is not None:
         server.stop()
     sys.exit(code)
@@ -722,6 +743,7 @@ def config_show(path: str | None) -> None:
 @_cluster_options
 @_log_format_option
 @_decisions_option
+@feedback_options
 def extender(
     config_path: str | None,
     port: int,
@@ -737,6 +759,9 @@ def extender(
     context: str | None,
     log_format: str,
     decisions_buffer: int,
+    feedback_token_file: str | None,
+    feedback_prometheus: str | None,
+    feedback_interval: float,
 ) -> None:
     """Serve kube-scheduler's extender v1 protocol (filter, prioritize, preempt, bind).
 
@@ -767,6 +792,7 @@ def extender(
     graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
     live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
+    fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
     try:
         ext = Extender(
             cfg,
@@ -774,7 +800,7 @@ def extender(
             profile=profile,
             cache=live.cache if live else None,
             client=live.client if live else None,
-            services={**(live.services if live else {}), **graphs},
+            services={**(live.services if live else {}), **graphs, **(fb.services if fb else {})},
         )
     except ValueError as e:
         click.echo(f"error: {e}", err=True)
@@ -786,7 +812,12 @@ def extender(
     token = _read_token(token_file)
     _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
-    app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
+    app = ExtenderApp(
+        ext,
+        ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token),
+        feedback=fb.intake if fb else None,
+        model=fb.model_route if fb else None,
+    )
     try:
         server = ExtenderServer(app, bind=bind_address, port=port, tls=tls)
     except OSError as e:
@@ -811,11 +842,15 @@ def extender(
     log.info("serving the extender verbs", extra={"url": url})
     for graph in graphs.values():
         graph.start()
+    if fb is not None:
+        fb.start(ext.on_state)
     try:
         server.run()
     finally:
         for graph in graphs.values():
             graph.stop()
+        if fb is not None:
+            fb.stop()
         if live is not None:
             live.stop()
         log.info("stopped", extra={"url": url})
@@ -828,6 +863,7 @@ def _add_reschedule() -> None:
 
 
 _add_reschedule()
+main.add_command(model)
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,10 @@ log = logging.getLogger(__name__)
 Check = Callable[[], str | None]
 #: Another GET endpoint: the query string -> (status, body, content type).
 Route = Callable[[str], tuple[int, bytes, str]]
+#: A POST endpoint: (Authorization header, body) -> (status, body, content type, extra headers).
+PostRoute = Callable[[str, bytes], tuple[int, bytes, str, Mapping[str, str]]]
+#: Bodies of POST routes are refused past this size before they are read.
+MAX_POST_BYTES = 1 << 20
 
 
 class HealthServer:
@@ -28,15 +32,20 @@ class HealthServer:
         healthz: Mapping[str, Check],
         readyz: Mapping[str, Check],
         routes: Mapping[str, Route] | None = None,
+        post_routes: Mapping[str, PostRoute] | None = None,
     ) -> None:
         self._metrics = metrics
         self._routes = dict(routes or {})
+        self._post_routes = dict(post_routes or {})
         self._checks = {"/healthz": healthz, "/livez": healthz, "/readyz": {**healthz, **readyz}}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server._serve(self)
+
+            def do_POST(self) -> None:
+                server._post(self)
 
             def log_message(self, format: str, *args: object) -> None:
                 return None
@@ -93,9 +102,34 @@ class HealthServer:
                 "text/plain; charset=utf-8",
             )
 
+    def _post(self, req: BaseHTTPRequestHandler) -> None:
+        route = self._post_routes.get(req.path.partition("?")[0])
+        if route is None:
+            self._reply(req, 404 if req.path not in self._routes else 405, b"", "text/plain; charset=utf-8")
+            return
+        try:
+            length = int(req.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_POST_BYTES:
+            req.close_connection = True
+            self._reply(req, 413 if length > 0 else 400, b"bad Content-Length\n", "text/plain; charset=utf-8")
+            return
+        body = req.rfile.read(length)
+        code, out, ctype, headers = route(req.headers.get("Authorization") or "", body)
+        self._reply(req, code, out, ctype, headers)
+
     @staticmethod
-    def _reply(req: BaseHTTPRequestHandler, code: int, body: bytes, ctype: str) -> None:
+    def _reply(
+        req: BaseHTTPRequestHandler,
+        code: int,
+        body: bytes,
+        ctype: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         req.send_response(code)
+        for k, v in (headers or {}).items():
+            req.send_header(k, v)
         req.send_header("Content-Type", ctype)
         req.send_header("Content-Length", str(len(body)))
         req.end_headers()

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
 from typing import Any
 
@@ -71,6 +71,7 @@ from harmonic.framework.status import Code, Status
 from harmonic.plugins.interpodaffinity.terms import pod_terms
 from harmonic.scheduler.clock import RealClock
 from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
+from harmonic.signals.feedback.placement import PlacementView
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,11 @@ class Extender:
     @property
     def ready(self) -> bool:
         return self.cache is None or self.cache.synced
+
+    def on_state(self, fn: Callable[[PlacementView], None]) -> None:
+        """Run ``fn`` with the current placement, under the cache's lock (the feedback loop)."""
+        with self._lock:
+            fn(PlacementView(self.snapshot))
 
     def framework_for(self, pod: Pod) -> Framework:
         if self.pinned is None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import signal
 import ssl
@@ -39,8 +40,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from harmonic.extender import wire
 from harmonic.extender.engine import Extender, ExtenderError
 from harmonic.extender.wire import WireError
+from harmonic.feedback import MODEL_PATH
 from harmonic.framework.decisions import endpoint as decisions_endpoint
 from harmonic.serving import ServerThread, listening_socket
+from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
+from harmonic.signals.feedback.intake import FeedbackIntake
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -53,6 +57,7 @@ DEFAULT_MAX_BODY_BYTES = 64 << 20
 VERBS = ("filter", "prioritize", "preempt", "bind")
 #: Recorded decisions, served when the extender records them (``--decisions-buffer``).
 DECISIONS_PATH = "/debug/decisions"
+
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -97,8 +102,17 @@ class _Metrics:
 class ExtenderApp:
     """The ASGI application."""
 
-    def __init__(self, extender: Extender, settings: ServerSettings | None = None) -> None:
+    def __init__(
+        self,
+        extender: Extender,
+        settings: ServerSettings | None = None,
+        feedback: FeedbackIntake | None = None,
+        model: Callable[[str], tuple[int, bytes, str]] | None = None,
+    ) -> None:
         self.extender = extender
+        #: ``POST /v1/feedback`` goes here when set, and ``GET /debug/model`` to ``model`` (docs/feedback.md).
+        self.feedback = feedback
+        self.model = model
         self.settings = settings or ServerSettings()
         prefix = "/" + self.settings.prefix.strip("/") if self.settings.prefix.strip("/") else ""
         self._routes = {f"{prefix}/{verb}": verb for verb in VERBS}
@@ -111,6 +125,9 @@ class ExtenderApp:
         path: str = scope["path"]
         method: str = scope["method"]
         verb = self._routes.get(path)
+        if path == FEEDBACK_PATH and self.feedback is not None:
+            await self._feedback(self.feedback, scope, receive, send, method)
+            return
         if verb is None:
             await self._simple(scope, send, path, method)
             return
@@ -156,6 +173,21 @@ class ExtenderApp:
             return 500, wire.encode_error(f"{verb}: internal error: {type(e).__name__}: {e}"), []
         return 200, out, []
 
+    async def _feedback(
+        self, intake: FeedbackIntake, scope: Scope, receive: Receive, send: Send, method: str
+    ) -> None:
+        if method != "POST":
+            await _respond(send, 405, b'{"error": "takes POST"}', [(b"allow", b"POST")])
+            return
+        try:
+            body = await _read_body(receive, intake.max_body_bytes)
+        except _TooLarge:
+            body = b"x" * (intake.max_body_bytes + 1)  # the intake answers 413 (after authenticating)
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        code, doc, headers = intake.handle(auth, body)
+        extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        await _respond(send, code, json.dumps(doc).encode(), extra)
+
     def _authorized(self, header: bytes) -> bool:
         assert self._token is not None
         scheme, _, value = header.partition(b" ")
@@ -164,6 +196,10 @@ class ExtenderApp:
     async def _simple(self, scope: Scope, send: Send, path: str, method: str) -> None:
         if path == DECISIONS_PATH and self.extender.decisions is not None:
             await self._decisions(scope, send, method)
+            return
+        if path == MODEL_PATH and self.model is not None and method in ("GET", "HEAD"):
+            code, body, ctype = self.model(scope.get("query_string", b"").decode())
+            await _respond(send, code, body, content_type=ctype.encode())
             return
         if path not in ("/healthz", "/readyz", "/metrics"):
             await _respond(send, 404, wire.encode_error(f"no route {path}"))

@@ -32,6 +32,24 @@ GRAPH_VERSION = Gauge(
     registry=REGISTRY,
 )
 
+FEEDBACK_OBSERVATIONS = Counter(
+    "harmonic_feedback_observations",
+    "Flourish reports the feedback loop learnt from.",
+    registry=REGISTRY,
+)
+FEEDBACK_LEARNED = Gauge(
+    "harmonic_dissonance_learned",
+    "Learned slowdown of a victim class per unit of node CPU held by an aggressor class.",
+    ["victim", "aggressor"],
+    registry=REGISTRY,
+)
+FEEDBACK_LEARNED_SD = Gauge(
+    "harmonic_dissonance_learned_sd",
+    "Posterior standard deviation of harmonic_dissonance_learned.",
+    ["victim", "aggressor"],
+    registry=REGISTRY,
+)
+
 
 def exposition() -> bytes:
     """These metrics in the Prometheus text format."""

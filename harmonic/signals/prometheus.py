@@ -90,12 +90,7 @@ class PrometheusSource:
         if self.reporter not in ("source", "destination"):
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
-        self._client = httpx.Client(
-            base_url=self.url.rstrip("/"),
-            timeout=self.timeout,
-            headers=dict(self.headers),
-            transport=self.transport,
-        )
+        self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
 
     def close(self) -> None:
         self._client.close()
@@ -132,31 +127,12 @@ class PrometheusSource:
         return Reading(samples, True, "", tuple(skipped))
 
     def _fail(self, reason: str, skipped: list[str] | None = None) -> Reading:
-        log.warning("%s: no signal: %s", self.name, reason)
-        TELEMETRY_UP.labels(self.name).set(0)
-        TELEMETRY_FAILURES.labels(self.name, reason.split(":")[0][:40]).inc()
-        r = Reading.no_signal(reason)
-        return Reading(r.samples, False, reason, tuple(skipped or ()))
+        count_no_signal(self.name, reason)
+        return Reading((), False, reason, tuple(skipped or ()))
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
         promql = template.replace("{window}", self.window).replace("{reporter}", self.reporter)
-        try:
-            resp = self._client.get("/api/v1/query", params={"query": promql})
-        except httpx.HTTPError as e:
-            return f"unreachable: {type(e).__name__}: {e}"
-        try:
-            body = resp.json()
-        except ValueError:
-            return f"bad response: HTTP {resp.status_code}, not JSON"
-        if resp.status_code != 200 or body.get("status") != "success":
-            return f"query failed: HTTP {resp.status_code}: {body.get('errorType', '')} {body.get('error', '')}".strip()
-        data = body.get("data") or {}
-        if data.get("resultType") != "vector":
-            return f"query failed: expected an instant vector, got {data.get('resultType')!r}"
-        result = data.get("result")
-        if not isinstance(result, list):
-            return "bad response: data.result is not a list"
-        return result
+        return instant_query(self._client, promql)
 
     def _edges(
         self, series: list[dict[str, Any]], skipped: list[str]
@@ -170,10 +146,7 @@ class PrometheusSource:
             if any(n in _UNKNOWN for n in names):
                 skipped.append(f"missing or unknown workload labels in {metric}")
                 continue
-            try:
-                v = float((s.get("value") or [0, "nan"])[1])
-            except (TypeError, ValueError, IndexError):
-                v = math.nan
+            v = series_value(s)
             if not math.isfinite(v) or v < 0:
                 skipped.append(f"value {s.get('value')!r} for {metric}")
                 continue
@@ -182,3 +155,46 @@ class PrometheusSource:
                 continue
             out[key] = out.get(key, 0.0) + v
         return out
+
+
+def prometheus_client(
+    url: str, timeout: float, headers: Mapping[str, str], transport: httpx.BaseTransport | None
+) -> httpx.Client:
+    return httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=dict(headers), transport=transport)
+
+
+def count_no_signal(source: str, reason: str) -> None:
+    """Log and count a read of ``source`` that gave no signal."""
+    log.warning("%s: no signal: %s", source, reason)
+    TELEMETRY_UP.labels(source).set(0)
+    TELEMETRY_FAILURES.labels(source, reason.split(":")[0][:40]).inc()
+
+
+def instant_query(client: httpx.Client, promql: str) -> list[dict[str, Any]] | str:
+    """The series of an instant vector query, or why there are none (never raises)."""
+    try:
+        resp = client.get("/api/v1/query", params={"query": promql})
+    except httpx.HTTPError as e:
+        return f"unreachable: {type(e).__name__}: {e}"
+    try:
+        body = resp.json()
+    except ValueError:
+        return f"bad response: HTTP {resp.status_code}, not JSON"
+    if resp.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
+        detail = f"{body.get('errorType', '')} {body.get('error', '')}" if isinstance(body, dict) else ""
+        return f"query failed: HTTP {resp.status_code}: {detail}".strip()
+    data = body.get("data") or {}
+    if data.get("resultType") != "vector":
+        return f"query failed: expected an instant vector, got {data.get('resultType')!r}"
+    result = data.get("result")
+    if not isinstance(result, list):
+        return "bad response: data.result is not a list"
+    return result
+
+
+def series_value(series: Mapping[str, Any]) -> float:
+    """The sample value of one series of an instant vector (NaN when unreadable)."""
+    try:
+        return float((series.get("value") or [0, "nan"])[1])
+    except (TypeError, ValueError, IndexError):
+        return math.nan

@@ -35,7 +35,7 @@ from harmonic.framework.registry import Registry
 from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
-from harmonic.sim import batch
+from harmonic.sim import batch, feedback
 from harmonic.sim import workloads as wl
 from harmonic.sim.mesh import MeshCounters, graph_service_for
 from harmonic.sim.objects import UNREACHABLE_TAINT
@@ -101,6 +101,7 @@ class World:
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
             services[GRAPH_SERVICE] = self.graph
+        self.feedback = feedback.install(self, services)
         self.scheduler = Scheduler(
             run.config,
             registry,
@@ -492,6 +493,8 @@ class World:
             from harmonic.sim.rescheduler import attach
 
             attach(self)
+        if self.feedback is not None:
+            self.feedback.start()
         timeline = plan.timeline
         i = 0
         next_sample = 0.0

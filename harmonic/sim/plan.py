@@ -150,6 +150,8 @@ class Plan:
     pdbs: list[Obj] = field(default_factory=list)
     #: The ``rescheduler:`` key resolved (``harmonic.sim.rescheduler.SimReschedulerSpec``), or None.
     rescheduler: Any = None
+    #: The ``feedback:`` key (``harmonic.sim.scenario.FeedbackSpec``), or None.
+    feedback: Any = None
 
     @property
     def has_zone_outage(self) -> bool:
@@ -647,6 +649,7 @@ def build_plan(
         mesh=sc.mesh,
         pdbs=b.pdbs,
         rescheduler=_rescheduler(sc, source, base_dir),
+        feedback=sc.feedback,
     )
 
 

@@ -396,6 +396,34 @@ class Limits(_M):
     max_samples: int = Field(default=100_000, ge=1)
 
 
+class FeedbackSpec(_M):
+    """``feedback:``: simulated applications report how they flourish and the feedback loop learns
+    from it (docs/feedback.md). Every running pod but best-effort ones reports its cost — a topology
+    service its mean call latency (ms), any other pod its seconds per unit of work (1 undisturbed) —
+    the truth times (1 + its slowdown) with relative noise ``noise``, every ``interval``."""
+
+    interval: Seconds = 60.0
+    #: Relative noise of the reports (default: ``groundTruth.measurementNoise``).
+    noise: float | None = Field(default=None, ge=0, le=2)
+    #: The PromQL the simulated pods' ``harmonic.dev/flourish-query`` annotation names.
+    query: str = Field(default="app_flourish_cost", min_length=1)
+    #: Each application's SLO: this many times its undisturbed cost.
+    slo_factor: float = Field(default=1.5, gt=1)
+    #: Profiles whose Dissonance reads the learned model (default: every profile enabling Dissonance);
+    #: the others only observe, as a baseline.
+    learn: list[str] | None = None
+    #: The learner's relative noise of one report, and the prior's spread (docs/feedback.md).
+    observation_noise: float = Field(default=0.5, gt=0)
+    prior_spread: float = Field(default=0.5, ge=0)
+    prior_floor: float = Field(default=0.1, gt=0)
+
+    @model_validator(mode="after")
+    def _interval(self) -> FeedbackSpec:
+        if self.interval < 1:
+            raise ValueError("interval must be at least 1s")
+        return self
+
+
 class Scenario(_M):
     api_version: Literal["harmonic.dev/v1alpha1"]
     kind: Literal["Scenario"]
@@ -418,6 +446,7 @@ class Scenario(_M):
     events: list[Event] = Field(default_factory=list)
     rescheduler: ReschedulerSpec | None = None
     limits: Limits = Field(default_factory=Limits)
+    feedback: FeedbackSpec | None = None
 
     @model_validator(mode="after")
     def _positive(self) -> Scenario:
@@ -428,6 +457,8 @@ class Scenario(_M):
                 f"duration / sampleInterval is {self.duration / self.sample_interval:.0f} samples, more "
                 f"than limits.maxSamples ({self.limits.max_samples}); raise sampleInterval or the limit"
             )
+        if self.feedback is not None and self.duration is None:
+            raise ValueError("feedback needs a duration: the loop reports until the run ends")
         return self
 
 

@@ -1,5 +1,5 @@
-"""No plugin, signal or framework module may import the ground truth (issue 17): schedulers learn
-about the world only through signals."""
+"""No plugin, signal, framework or feedback-loop module may import the ground truth (issue 17):
+schedulers learn about the world only through signals."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 BANNED = "harmonic.sim.truth"
-PACKAGES = ("harmonic/plugins", "harmonic/signals", "harmonic/framework")
+PACKAGES = ("harmonic/plugins", "harmonic/signals", "harmonic/framework", "harmonic/feedback")
 
 
 def _module_name(path: Path) -> str:

@@ -1,0 +1,191 @@
+"""Online Bayesian learning of the dissonance matrix from applications' own reports.
+
+Model. A pod of workload *w* (victim class *c*) reports a cost ``y`` (its flourish value, inverted for
+``maximize`` goals). With ``x_k`` the share of its node's CPU held by class-``k`` neighbours,
+
+    y = a_w * (1 + sum_k m_wk * x_k) + noise
+
+which is the Dissonance model's own form (slowdown additive over classes, proportional to their CPU
+share) with ``a_w`` the workload's undisturbed cost. Written as ``y / s_w = t_0 + sum_k t_k x_k`` (``s_w``
+the first reports' mean, a unit only) it is linear in ``t``; each workload keeps the sufficient
+statistics of a Bayesian linear regression with a Gaussian prior: ``t_0 ~ N(1, 0.5^2)``,
+``t_k ~ N(prior[c][k], tau_k^2)`` with ``tau_k = priorSpread * prior[c][k] + priorFloor``, and noise of
+relative standard deviation ``observationNoise``. A handful of reports move the estimate little; many
+consistent ones move it all the way. The workload's slowdown from class *k* is ``m_wk = t_k / t_0``
+(uncertainty by the delta method).
+
+Per class: the reports of every workload of class *c*, each divided by its workload's estimated
+``a_w``, give ``y / a_w - 1 = sum_k M_ck x_k + noise``, a second Bayesian regression with the prior row
+as its mean. Its posterior mean is the learned row that ``DissonanceModel`` (the ``dissonance`` handle
+service the Dissonance plugin reads) takes, its standard deviation the confidence ``harmonic model``
+prints. Entries no report informs stay at the prior exactly.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harmonic.signals.classes import CLASSES
+from harmonic.signals.dissonance import DissonanceModel
+from harmonic.signals.feedback.observation import Observation
+from harmonic.signals.identity import WorkloadKey
+
+N = len(CLASSES)
+_INTERCEPT_SD = 0.5
+#: Entries are slowdowns: kept within what ``DissonanceModel.set`` accepts.
+_MAX_SLOWDOWN = 100.0
+#: Reports kept per workload for explanations (``harmonic model --explain``).
+RECENT = 20
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    #: Relative standard deviation of one report around the model (noise plus what the model misses).
+    observation_noise: float = 0.5
+    #: Prior standard deviation of an entry: this fraction of the prior value, plus ``prior_floor``.
+    prior_spread: float = 0.5
+    prior_floor: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.observation_noise <= 0:
+            raise ValueError("observationNoise must be > 0")
+        if self.prior_spread < 0 or self.prior_floor <= 0:
+            raise ValueError("priorSpread must be >= 0 and priorFloor > 0")
+
+
+@dataclass
+class _Stats:
+    """Sufficient statistics of one regression on features [1, x_1..x_N]."""
+
+    xtx: np.ndarray = field(default_factory=lambda: np.zeros((N + 1, N + 1)))
+    xty: np.ndarray = field(default_factory=lambda: np.zeros(N + 1))
+    n: int = 0
+
+
+@dataclass
+class WorkloadModel:
+    key: WorkloadKey
+    klass: int
+    scale: float
+    stats: _Stats = field(default_factory=_Stats)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Posterior of a row: mean and standard deviation of each aggressor's slowdown, and reports used."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    observations: int
+
+
+class InterferenceLearner:
+    """Learns per-workload and per-class slowdown rows; publishes class rows into ``model``."""
+
+    def __init__(self, prior: DissonanceModel, config: LearningConfig | None = None) -> None:
+        self.config = config or LearningConfig()
+        self.prior = prior.matrix.copy()
+        #: The learned model, a ``DissonanceModel`` the scheduler reads; starts as a copy of the prior.
+        self.model = DissonanceModel()
+        self.model.matrix[:] = self.prior
+        self.model.importance[:] = prior.importance
+        self.model.version += 1
+        self.workloads: dict[WorkloadKey, WorkloadModel] = {}
+        self.observations = 0
+        self.rejected = 0
+        #: The latest reports of each workload, with their placement.
+        self.recent: dict[WorkloadKey, deque[Observation]] = {}
+
+    # ------------------------------------------------------------------ intake
+    def observe(self, observations: Iterable[Observation]) -> int:
+        """Add reports (those without neighbour shares or with an unusable cost are counted as
+        rejected); returns how many were learnt from."""
+        used = 0
+        for o in observations:
+            cost = o.cost
+            if o.neighbours is None or not np.isfinite(cost) or cost <= 0:
+                self.rejected += 1
+                continue
+            wm = self.workloads.get(o.workload)
+            if wm is None:
+                wm = self.workloads[o.workload] = WorkloadModel(o.workload, o.klass, cost)
+            phi = np.empty(N + 1)
+            phi[0] = 1.0
+            phi[1:] = o.neighbours
+            z = cost / wm.scale
+            wm.stats.xtx += np.outer(phi, phi)
+            wm.stats.xty += phi * z
+            wm.stats.n += 1
+            self.recent.setdefault(o.workload, deque(maxlen=RECENT)).append(o)
+            used += 1
+        self.observations += used
+        return used
+
+    # ------------------------------------------------------------------ posteriors
+    def _prior_sd(self, row: np.ndarray) -> np.ndarray:
+        return np.asarray(self.config.prior_spread * row + self.config.prior_floor)
+
+    def _workload_posterior(self, wm: WorkloadModel) -> tuple[np.ndarray, np.ndarray]:
+        mu0 = np.concatenate([[1.0], self.prior[wm.klass]])
+        sd0 = np.concatenate([[_INTERCEPT_SD], self._prior_sd(self.prior[wm.klass])])
+        noise2 = self.config.observation_noise**2
+        precision = np.diag(1.0 / sd0**2) + wm.stats.xtx / noise2
+        cov = np.linalg.inv(precision)
+        mean = cov @ (mu0 / sd0**2 + wm.stats.xty / noise2)
+        return mean, cov
+
+    def workload_estimate(self, key: WorkloadKey) -> Estimate | None:
+        """The workload's own slowdown row (``m_wk``), or None before its first report."""
+        wm = self.workloads.get(key)
+        if wm is None:
+            return None
+        mean, cov = self._workload_posterior(wm)
+        t0 = max(float(mean[0]), 1e-6)
+        m = mean[1:] / t0
+        # Delta method for t_k / t_0.
+        var = (np.diag(cov)[1:] + m**2 * cov[0, 0] - 2 * m * cov[0, 1:]) / t0**2
+        return Estimate(np.clip(m, 0.0, _MAX_SLOWDOWN), np.sqrt(np.maximum(var, 0.0)), wm.stats.n)
+
+    def baseline(self, key: WorkloadKey) -> float | None:
+        """The workload's estimated undisturbed cost ``a_w`` in its metric's units."""
+        wm = self.workloads.get(key)
+        if wm is None:
+            return None
+        mean, _ = self._workload_posterior(wm)
+        return float(mean[0]) * wm.scale
+
+    def class_estimate(self, klass: int) -> Estimate:
+        """The class row pooled over its workloads' reports (the prior when none reported)."""
+        row = self.prior[klass]
+        sd0 = self._prior_sd(row)
+        noise2 = self.config.observation_noise**2
+        xtx = np.zeros((N, N))
+        xtr = np.zeros(N)
+        n = 0
+        for wm in list(self.workloads.values()):  # a copy: readers may run beside the loop
+            if wm.klass != klass or wm.stats.n == 0:
+                continue
+            mean, _ = self._workload_posterior(wm)
+            a = max(float(mean[0]), 1e-6)
+            s = wm.stats
+            # Residual r = z / a - 1 regressed on x, from the workload's sums: X'r = (S_xz - a S_x) / a.
+            xtx += s.xtx[1:, 1:]
+            xtr += (s.xty[1:] - a * s.xtx[0, 1:]) / a
+            n += s.n
+        precision = np.diag(1.0 / sd0**2) + xtx / noise2
+        cov = np.linalg.inv(precision)
+        mean = cov @ (row / sd0**2 + xtr / noise2)
+        return Estimate(np.clip(mean, 0.0, _MAX_SLOWDOWN), np.sqrt(np.diag(cov)), n)
+
+    def refresh(self) -> DissonanceModel:
+        """Write every reported class's posterior mean row into ``model`` (one version bump)."""
+        classes = sorted({wm.klass for wm in self.workloads.values() if wm.stats.n})
+        for c in classes:
+            self.model.matrix[c] = self.class_estimate(c).mean
+        if classes:
+            self.model.version += 1
+        return self.model

@@ -1,0 +1,44 @@
+"""``harmonic model``: where the model comes from, and the errors that say what is wrong."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harmonic.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_needs_exactly_one_source():
+    r = CliRunner().invoke(main, ["model"])
+    assert r.exit_code == 2 and "give a URL or --scenario" in r.output
+    both = CliRunner().invoke(
+        main, ["model", "http://x", "--scenario", str(ROOT / "examples/feedback/antagonist.yaml")]
+    )
+    assert both.exit_code == 2
+
+
+def test_a_scenario_without_feedback_learns_nothing():
+    r = CliRunner().invoke(
+        main, ["model", "--scenario", str(ROOT / "examples/scenarios/boutique-batch.yaml")]
+    )
+    assert r.exit_code == 1 and "has no feedback: key" in r.output
+
+
+def test_an_unknown_profile_is_named():
+    r = CliRunner().invoke(
+        main,
+        ["model", "--scenario", str(ROOT / "examples/feedback/antagonist.yaml"), "--profile", "nope"],
+    )
+    assert r.exit_code == 1 and "--profile 'nope'" in r.output
+
+
+def test_an_unreachable_scheduler_is_an_error_not_a_traceback():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = CliRunner().invoke(main, ["model", f"http://127.0.0.1:{port}"])
+    assert r.exit_code == 1 and f"http://127.0.0.1:{port}/debug/model" in r.output
