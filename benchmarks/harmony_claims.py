@@ -198,6 +198,18 @@ def print_claims(result: Mapping[str, Any]) -> None:
         print(f"  {r['goal']:44} {_fmt(r['mean']):>8} {ci:>19}  {r['relation']} {r['bound']:<5}  {verdict}")
 
 
+def markdown_claims(result: Mapping[str, Any]) -> str:
+    """The same rows as a Markdown table (docs/harmony.md quotes these)."""
+    lines = ["| goal | harmonic vs default, mean [95% CI] | goal | verdict |", "|---|---|---|---|"]
+    for r in result["goals"]:
+        ci = "" if r["ci95"] is None else f" [{_fmt(r['ci95'][0])}, {_fmt(r['ci95'][1])}]"
+        verdict = {True: "holds", False: "**fails**", None: "n/a"}[r["holds"]]
+        if not r["judged"]:
+            verdict = f"reported ({verdict})"
+        lines.append(f"| {r['goal']} | {_fmt(r['mean'])}{ci} | {r['relation']} {r['bound']} | {verdict} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", action="append", default=[], help="scenario file (repeatable)")
@@ -214,12 +226,28 @@ def main() -> int:
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", help="write sweep.json per scenario and claims.json here")
+    ap.add_argument("--markdown", action="store_true", help="print each scenario's rows as a Markdown table")
+    ap.add_argument(
+        "--from-sweep",
+        metavar="SWEEP_JSON",
+        action="append",
+        default=[],
+        help="judge a sweep.json written before (harmonic simulate --seeds ... --config "
+        "harmonic/data/profiles/harmonic.yaml) instead of running",
+    )
     args = ap.parse_args()
     scenarios: list[str | None] = list(args.scenario)
     if args.all:
         scenarios = [None] + [str(p) for p in sorted(EXAMPLES.glob("*.yaml")) if "topology" in p.read_text()]
     if not scenarios:
         scenarios = [None]
+    if args.from_sweep:
+        for path in args.from_sweep:
+            result = judge(json.loads(Path(path).read_text()))
+            print(markdown_claims(result) if args.markdown else "", end="\n" if args.markdown else "")
+            if not args.markdown:
+                print_claims(result)
+        return 0
     seeds = parse_seeds(args.seeds)
     registry = default_registry()
     results = []
@@ -239,6 +267,8 @@ def main() -> int:
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
         results.append(result)
         print_claims(result)
+        if args.markdown:
+            print(markdown_claims(result))
         print(f"  ({len(seeds)} seeds x {len(runs)} profiles in {result['wall_seconds']} s wall)")
         if args.out:
             name = (Path(sc).stem if sc else BUNDLED_SCENARIO.stem) + (
