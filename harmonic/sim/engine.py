@@ -141,6 +141,12 @@ class World:
         self.batch = batch.BatchTracker(self)
         #: harmonic.sim.rescheduler.SimRescheduler when the scenario has a ``rescheduler:`` key.
         self.rescheduler: Any = None
+        #: What pods really use (harmonic.sim.usage.truth.UsageTruth) when the scenario has ``usage:``.
+        self.usage: Any = None
+        if plan.usage is not None:
+            from harmonic.sim.usage.truth import UsageTruth
+
+            self.usage = UsageTruth(self)
 
     # ================================================================== Host (for controllers)
     def now(self) -> float:
@@ -243,6 +249,8 @@ class World:
         if not rec.daemon:
             self.workload_pods_on[node] += 1
         self.truth.bound(rec)
+        if self.usage is not None:
+            self.usage.bound(rec)
         if rec.workload in self.truth.topology_workloads:
             self._traffic_changed()
         if rec.run_for is not None:
@@ -260,6 +268,8 @@ class World:
             return
         reason = self._deleting.pop(key, REASON_PREEMPTED)
         self.truth.gone(rec)
+        if self.usage is not None:
+            self.usage.gone(rec)
         if reason == wl.REASON_SUCCEEDED and rec.bound_at is not None:
             cores = parse_pod(pod).requests.get(CPU, 0) / 1000
             self.cpu_seconds_completed += cores * (self.clock.now() - rec.bound_at)
@@ -280,6 +290,10 @@ class World:
     def _finish(self, key: str, uid: str) -> None:
         rec = self.records.get(key)
         if rec is not None and rec.uid == uid:
+            owed = self.usage.extra_time(key) if self.usage is not None else 0.0
+            if owed > 0:  # throttled: the work is not done yet
+                self.after(owed, lambda: self._finish(key, uid))
+                return
             self.delete_pod(key, wl.REASON_SUCCEEDED)
 
     # ================================================================== actions
@@ -492,6 +506,8 @@ class World:
             from harmonic.sim.rescheduler import attach
 
             attach(self)
+        if self.usage is not None:
+            self.usage.start()
         timeline = plan.timeline
         i = 0
         next_sample = 0.0
@@ -553,6 +569,7 @@ _STAT_OF = {
     REASON_DRAINED: "pods_evicted",
     REASON_NODE_FAILED: "pods_evicted",
     REASON_DELETED: "pods_deleted",
+    "evicted: memory pressure": "pods_evicted",
 }
 
 
