@@ -26,6 +26,7 @@ import httpx
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.metrics import TELEMETRY_FAILURES, TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
 from harmonic.signals.telemetry import Reading, TrafficSample
+from harmonic.signals.usage import instant_vector
 
 log = logging.getLogger(__name__)
 
@@ -140,23 +141,7 @@ class PrometheusSource:
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
         promql = template.replace("{window}", self.window).replace("{reporter}", self.reporter)
-        try:
-            resp = self._client.get("/api/v1/query", params={"query": promql})
-        except httpx.HTTPError as e:
-            return f"unreachable: {type(e).__name__}: {e}"
-        try:
-            body = resp.json()
-        except ValueError:
-            return f"bad response: HTTP {resp.status_code}, not JSON"
-        if resp.status_code != 200 or body.get("status") != "success":
-            return f"query failed: HTTP {resp.status_code}: {body.get('errorType', '')} {body.get('error', '')}".strip()
-        data = body.get("data") or {}
-        if data.get("resultType") != "vector":
-            return f"query failed: expected an instant vector, got {data.get('resultType')!r}"
-        result = data.get("result")
-        if not isinstance(result, list):
-            return "bad response: data.result is not a list"
-        return result
+        return instant_vector(self._client, promql)
 
     def _edges(
         self, series: list[dict[str, Any]], skipped: list[str]
