@@ -1,0 +1,241 @@
+"""LoadAware — PreScore, Score, and optionally Filter.
+
+Schedules by what pods will use, not what they ask for. The usage model (handle service
+``node_usage``, ``harmonic.signals.usage``) forecasts, per workload, what one of its pods uses over the
+coming steps (seasonal Holt-Winters: a mean per step and the spread of its errors). A node's forecast is
+the sum over the pods it holds — the scheduler's own view, assumed pods included, so a pod placed a
+moment ago counts before any metric shows it — of their workloads' forecasts; pods of workloads the
+model does not know count at ``requestFraction`` x their requests. With the incoming pod added, the
+node's forecast peak over the pod's horizon is
+
+    peak = max over the horizon of (node mean + pod mean) + peakStddevs * sqrt(node var + pod var)
+
+for CPU and for memory. Score ``100 * (1 - peak / allocatable)`` (0..100, the lower of CPU and memory):
+the node with the most forecast headroom at its worst moment wins. NormalizeScore does nothing. With
+``filterThreshold`` set, Filter rejects nodes whose forecast peak share of CPU or memory would exceed
+it (Unschedulable: the forecast can change).
+
+The pod's horizon is its annotation ``harmonic.dev/expected-duration`` (seconds or a duration such as
+``20m``), else ``horizonSeconds``, capped at the model's forecast length. **Fallback:** when the model has
+no reading, or its last one is older than ``staleSeconds`` (or a reading failed), the plugin scores as
+requests say (``100 * (1 - requested / allocatable)`` with the pod added, the lower of CPU and memory),
+never filters, and counts the cycle in ``harmonic_usage_fallback_total{plugin="LoadAware"}``.
+
+Args (LoadAwareArgs): ``peakStddevs`` (k, default 2), ``horizonSeconds`` (3600), ``seasonSeconds``
+(86400: the period the model looks for), ``staleSeconds`` (300), ``requestFraction`` (1.0),
+``filterThreshold`` (0..1, default unset = no filter), ``metricProvider`` (where ``harmonic run``
+reads usage: Prometheus or KubernetesMetricsServer, as for Trimaran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from harmonic.api.pod import Pod
+from harmonic.api.resources import CPU, MEMORY
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.config import parse_duration
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, Snapshot
+from harmonic.framework.status import Code, Status
+from harmonic.framework.verdicts import Verdicts
+from harmonic.plugins.trimaran.common import MetricProviderSpec
+from harmonic.signals.identity import WorkloadKey, workload_of
+from harmonic.signals.usage import EMPTY_VIEW, USAGE_FALLBACKS, USAGE_SERVICE, UsageView
+
+EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
+ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
+_PRESCORE_KEY = "PreScoreLoadAware"
+
+
+class LoadAwareArgs(PluginArgs):
+    peak_stddevs: float = Field(default=2.0, ge=0, le=10)
+    horizon_seconds: float = Field(default=3600.0, gt=0)
+    season_seconds: float = Field(default=86400.0, gt=0)
+    stale_seconds: float = Field(default=300.0, gt=0)
+    request_fraction: float = Field(default=1.0, ge=0, le=10)
+    filter_threshold: float | None = Field(default=None, gt=0, le=1)
+    metric_provider: MetricProviderSpec = Field(default_factory=MetricProviderSpec)
+
+
+class _Holdings:
+    """Per slot and workload column: pods held and the CPU/memory they request (a snapshot listener)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.columns: dict[WorkloadKey, int] = {}
+        self.count = np.zeros((snap.capacity, 4))
+        self.cpu = np.zeros((snap.capacity, 4))
+        self.memory = np.zeros((snap.capacity, 4))
+        for slot, pod in snap.all_pods():
+            self.pod_added(snap, slot, pod)
+        snap.listeners.append(self)
+
+    def column(self, key: WorkloadKey) -> int:
+        col = self.columns.get(key)
+        if col is None:
+            col = self.columns[key] = len(self.columns)
+        return col
+
+    def _fit(self, rows: int, cols: int) -> None:
+        r, c = self.count.shape
+        if rows > r or cols > c:
+            shape = (max(rows, r), max(cols, 2 * c if cols > c else c))
+            for name in ("count", "cpu", "memory"):
+                old = getattr(self, name)
+                new = np.zeros(shape)
+                new[: old.shape[0], : old.shape[1]] = old
+                setattr(self, name, new)
+
+    def _change(self, snap: Snapshot, slot: int, pod: Pod, sign: int) -> None:
+        col = self.column(workload_of(pod))
+        self._fit(snap.capacity, col + 1)
+        self.count[slot, col] += sign
+        self.cpu[slot, col] += sign * pod.requests.get(CPU, 0)
+        self.memory[slot, col] += sign * pod.requests.get(MEMORY, 0)
+
+    def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        self._change(snap, slot, pod, 1)
+
+    def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        self._change(snap, slot, pod, -1)
+
+    def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
+        self._fit(snap.capacity, 1)
+        if new is None:
+            self.count[slot] = self.cpu[slot] = self.memory[slot] = 0
+
+
+class _Forecasts:
+    """The view's workload forecasts as matrices over the holdings' columns (rebuilt per view)."""
+
+    def __init__(self, view: UsageView, holdings: _Holdings) -> None:
+        width = max(1, len(holdings.columns) + len(view.workloads))
+        horizon = max((len(f.cpu.mean) for f in view.workloads.values()), default=1)
+        self.view = view
+        self.known = np.zeros(width, dtype=bool)
+        self.cpu = np.zeros((width, horizon))
+        self.memory = np.zeros((width, horizon))
+        self.cpu_var = np.zeros(width)
+        self.memory_var = np.zeros(width)
+        for key, f in view.workloads.items():
+            col = holdings.column(key)
+            self.known[col] = True
+            self.cpu[col, : len(f.cpu.mean)] = f.cpu.mean
+            self.memory[col, : len(f.memory.mean)] = f.memory.mean
+            self.cpu_var[col] = f.cpu.std**2
+            self.memory_var[col] = f.memory.std**2
+        self.horizon = horizon
+
+
+class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
+    NAME: ClassVar[str] = "LoadAware"
+    Args: ClassVar[type[PluginArgs]] = LoadAwareArgs
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.cfg: LoadAwareArgs = args
+        self._holdings: _Holdings | None = None
+        self._forecasts: _Forecasts | None = None
+
+    def events_to_register(self) -> tuple[EventWithHint, ...]:
+        # A node the forecast filtered may fit once pods leave it, a node comes, or the forecast changes.
+        return (
+            EventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE)),
+            EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
+            EventWithHint(ClusterEvent(Resource.MODEL, Action.ALL)),
+        )
+
+    def _view(self) -> UsageView:
+        try:
+            view: UsageView = self.handle.service(USAGE_SERVICE).view
+        except KeyError:
+            return EMPTY_VIEW
+        return view
+
+    def _horizon_steps(self, pod: Pod, view: UsageView) -> int:
+        seconds = self.cfg.horizon_seconds
+        text = pod.annotations.get(EXPECTED_DURATION_ANNOTATION)
+        if text:
+            # A bad annotation keeps the default horizon: it never fails the cycle.
+            with contextlib.suppress(ValueError):
+                seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+        return max(1, int(np.ceil(seconds / max(view.step_seconds, 1e-9))))
+
+    def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Forecast peak share of allocatable CPU and memory per candidate, or None to fall back."""
+        view = self._view()
+        if not view.fresh_at(self.handle.clock.now(), self.cfg.stale_seconds) or not view.workloads:
+            USAGE_FALLBACKS.labels(self.NAME, view.reason or "stale or no forecast").inc()
+            return None
+        if self._holdings is None:
+            self._holdings = _Holdings(self.handle.snapshot)
+        holdings = self._holdings
+        fc = self._forecasts
+        if fc is None or fc.view is not view or len(fc.known) < len(holdings.columns):
+            fc = self._forecasts = _Forecasts(view, holdings)
+        width = len(fc.known)
+        holdings._fit(snap.capacity, width)
+        steps = min(self._horizon_steps(pod, view), fc.horizon)
+        frac = self.cfg.request_fraction
+        col = holdings.column(workload_of(pod))
+        known = fc.known[col] if col < width else False
+        out = []
+        for res, mean, var, held, held_req, column in (
+            (CPU, fc.cpu, fc.cpu_var, holdings.count, holdings.cpu, CPU_COL),
+            (MEMORY, fc.memory, fc.memory_var, holdings.count, holdings.memory, MEMORY_COL),
+        ):
+            count = held[slots, :width]
+            unknown = (held_req[slots, :width] * ~fc.known).sum(axis=1) * frac
+            node_mean = count @ mean[:, :steps] + unknown[:, None]
+            node_var = count @ var
+            if known:
+                pod_mean, pod_var = mean[col, :steps], float(var[col])
+            else:
+                pod_mean, pod_var = np.full(steps, pod.requests.get(res, 0) * frac), 0.0
+            peak = (node_mean + pod_mean).max(axis=1) + self.cfg.peak_stddevs * np.sqrt(node_var + pod_var)
+            alloc = snap.allocatable[slots, column].astype(np.float64)
+            out.append(np.divide(peak, alloc, out=np.full(len(slots), np.inf), where=alloc > 0))
+        return out[0], out[1]
+
+    def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
+        shares = self._shares(pod, snap, slots)
+        if shares is None:
+            vec = snap.pod_vector(pod)
+            alloc = snap.allocatable[slots][:, [CPU_COL, MEMORY_COL]].astype(np.float64)
+            used = (snap.requested[slots][:, [CPU_COL, MEMORY_COL]] + vec[[CPU_COL, MEMORY_COL]]).astype(
+                np.float64
+            )
+            share = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
+            shares = (share[:, 0], share[:, 1])
+        worst = np.maximum(shares[0], shares[1])
+        state.write(
+            _PRESCORE_KEY,
+            np.clip(np.floor(MAX_NODE_SCORE * (1 - worst) + 0.5), 0, MAX_NODE_SCORE).astype(np.int64),
+        )
+        return None
+
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        try:
+            scores: np.ndarray = state.read(_PRESCORE_KEY)
+        except KeyError:  # enabled at Score without PreScore
+            self.pre_score(state, pod, snap, slots)
+            scores = state.read(_PRESCORE_KEY)
+        return scores
+
+    def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
+        threshold = self.cfg.filter_threshold
+        if threshold is None:
+            return None
+        shares = self._shares(pod, snap, slots)
+        if shares is None:
+            return None
+        bad = (shares[0] > threshold) | (shares[1] > threshold)
+        if not bad.any():
+            return None
+        return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)
