@@ -98,9 +98,21 @@ class World:
         self.cluster = InMemoryCluster(self.clock.now)
         services = self.cluster.scheduler_services()
         self.mesh_counters: MeshCounters | None = None
+        #: What pods really use (harmonic.sim.usage.truth.UsageTruth) when the scenario has ``usage:``.
+        self.usage: Any = None
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
             services[GRAPH_SERVICE] = self.graph
+        #: The ``node_usage`` service of load-aware profiles (harmonic.sim.usage.exporters).
+        self.usage_model: Any = None
+        if plan.usage is not None:
+            from harmonic.sim.usage.exporters import usage_model_for
+            from harmonic.sim.usage.truth import UsageTruth
+
+            self.usage = UsageTruth(self)
+            self.usage_model = usage_model_for(run.profile, self)
+            if self.usage_model is not None:
+                services["node_usage"] = self.usage_model
         self.scheduler = Scheduler(
             run.config,
             registry,
@@ -141,12 +153,6 @@ class World:
         self.batch = batch.BatchTracker(self)
         #: harmonic.sim.rescheduler.SimRescheduler when the scenario has a ``rescheduler:`` key.
         self.rescheduler: Any = None
-        #: What pods really use (harmonic.sim.usage.truth.UsageTruth) when the scenario has ``usage:``.
-        self.usage: Any = None
-        if plan.usage is not None:
-            from harmonic.sim.usage.truth import UsageTruth
-
-            self.usage = UsageTruth(self)
 
     # ================================================================== Host (for controllers)
     def now(self) -> float:
@@ -483,6 +489,8 @@ class World:
         sched = self.scheduler
         if self.graph is not None:
             self.graph.maybe_refresh(self.clock.now())
+        if self.usage_model is not None:
+            self.usage_model.maybe_refresh(self.clock.now())
         while True:
             t0 = time.perf_counter()
             r = sched.schedule_one()
