@@ -437,7 +437,9 @@ class WorkloadUsage(_M):
     burst_factor: float | None = Field(default=None, ge=1, le=20)
 
     def over(self, base: UsageProfile) -> UsageProfile:
-        changes: dict[str, Any] = {f: getattr(self, f) for f in USAGE_PROFILE_FIELDS if getattr(self, f) is not None}
+        changes: dict[str, Any] = {
+            f: getattr(self, f) for f in USAGE_PROFILE_FIELDS if getattr(self, f) is not None
+        }
         return base.model_copy(update=changes)
 
 
@@ -486,7 +488,9 @@ class Scenario(_M):
         if self.sample_interval <= 0:
             raise ValueError("sampleInterval must be > 0")
         if self.usage is not None and self.duration is None:
-            raise ValueError("usage needs a duration (usage keeps changing, so the run never runs out of events)")
+            raise ValueError(
+                "usage needs a duration (usage keeps changing, so the run never runs out of events)"
+            )
         return self
 
 
