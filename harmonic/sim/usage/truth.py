@@ -352,7 +352,14 @@ class UsageTruth:
 
 def usage_metrics(world: World) -> dict[str, object]:
     usage: UsageTruth | None = world.usage
-    return usage.summary() if usage is not None else {}
+    if usage is None:
+        return {}
+    out = usage.summary()
+    model = world.usage_model
+    if model is not None:
+        mape = model.mape()
+        out["forecast_cpu_mape"] = round(mape, 6) if mape is not None else None
+    return out
 
 
 EXTRA_METRICS.append(usage_metrics)
