@@ -65,67 +65,73 @@ class LoadAwareArgs(PluginArgs):
 
 
 class _Holdings:
-    """Per slot and workload column: pods held and the CPU/memory they request (a snapshot listener)."""
+    """What each slot holds, kept current by snapshot events: every pod's requests summed, and for the
+    workloads the forecast knows (one column each) their pods and requests. The columns follow the
+    view: a new view rebuilds them from the snapshot (once per refresh, never per cycle)."""
 
     def __init__(self, snap: Snapshot) -> None:
+        self.view: UsageView | None = None
         self.columns: dict[WorkloadKey, int] = {}
-        self.count = np.zeros((snap.capacity, 4))
-        self.cpu = np.zeros((snap.capacity, 4))
-        self.memory = np.zeros((snap.capacity, 4))
-        for slot, pod in snap.all_pods():
-            self.pod_added(snap, slot, pod)
+        self.total = np.zeros((snap.capacity, 2))
+        self.count = np.zeros((snap.capacity, 0))
+        self.cpu = np.zeros((snap.capacity, 0))
+        self.memory = np.zeros((snap.capacity, 0))
+        self._reset(snap)
         snap.listeners.append(self)
 
-    def column(self, key: WorkloadKey) -> int:
-        col = self.columns.get(key)
-        if col is None:
-            col = self.columns[key] = len(self.columns)
-        return col
+    def follow(self, view: UsageView, snap: Snapshot) -> None:
+        if view is not self.view:
+            self.view = view
+            if set(view.workloads) != set(self.columns):
+                self.columns = {key: i for i, key in enumerate(view.workloads)}
+                self._reset(snap)
+        if len(self.total) < snap.capacity:
+            self._reset(snap)
 
-    def _fit(self, rows: int, cols: int) -> None:
-        r, c = self.count.shape
-        if rows > r or cols > c:
-            shape = (max(rows, r), max(cols, 2 * c if cols > c else c))
-            for name in ("count", "cpu", "memory"):
-                old = getattr(self, name)
-                new = np.zeros(shape)
-                new[: old.shape[0], : old.shape[1]] = old
-                setattr(self, name, new)
+    def _reset(self, snap: Snapshot) -> None:
+        shape = (snap.capacity, len(self.columns))
+        self.total = np.zeros((snap.capacity, 2))
+        self.count, self.cpu, self.memory = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        for slot, pod in snap.all_pods():
+            self._change(slot, pod, 1)
 
-    def _change(self, snap: Snapshot, slot: int, pod: Pod, sign: int) -> None:
-        col = self.column(workload_of(pod))
-        self._fit(snap.capacity, col + 1)
-        self.count[slot, col] += sign
-        self.cpu[slot, col] += sign * pod.requests.get(CPU, 0)
-        self.memory[slot, col] += sign * pod.requests.get(MEMORY, 0)
+    def _change(self, slot: int, pod: Pod, sign: int) -> None:
+        if slot >= len(self.total):
+            return  # the snapshot grew: the next follow() rebuilds
+        cpu, mem = sign * pod.requests.get(CPU, 0), sign * pod.requests.get(MEMORY, 0)
+        self.total[slot, 0] += cpu
+        self.total[slot, 1] += mem
+        col = self.columns.get(workload_of(pod))
+        if col is not None:
+            self.count[slot, col] += sign
+            self.cpu[slot, col] += cpu
+            self.memory[slot, col] += mem
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
-        self._change(snap, slot, pod, 1)
+        self._change(slot, pod, 1)
 
     def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
-        self._change(snap, slot, pod, -1)
+        self._change(slot, pod, -1)
 
     def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
-        self._fit(snap.capacity, 1)
-        if new is None:
+        if new is None and slot < len(self.total):
+            self.total[slot] = 0
             self.count[slot] = self.cpu[slot] = self.memory[slot] = 0
 
 
 class _Forecasts:
-    """The view's workload forecasts as matrices over the holdings' columns (rebuilt per view)."""
+    """The view's workload forecasts as matrices over the holdings' columns."""
 
-    def __init__(self, view: UsageView, holdings: _Holdings) -> None:
-        width = max(1, len(holdings.columns) + len(view.workloads))
+    def __init__(self, view: UsageView, columns: dict[WorkloadKey, int]) -> None:
+        width = len(columns)
         horizon = max((len(f.cpu.mean) for f in view.workloads.values()), default=1)
         self.view = view
-        self.known = np.zeros(width, dtype=bool)
         self.cpu = np.zeros((width, horizon))
         self.memory = np.zeros((width, horizon))
         self.cpu_var = np.zeros(width)
         self.memory_var = np.zeros(width)
-        for key, f in view.workloads.items():
-            col = holdings.column(key)
-            self.known[col] = True
+        for key, col in columns.items():
+            f = view.workloads[key]
             self.cpu[col, : len(f.cpu.mean)] = f.cpu.mean
             self.memory[col, : len(f.memory.mean)] = f.memory.mean
             self.cpu_var[col] = f.cpu.std**2
@@ -175,26 +181,26 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
             return None
         if self._holdings is None:
             self._holdings = _Holdings(self.handle.snapshot)
-        holdings = self._holdings
+        held = self._holdings
+        held.follow(view, snap)
         fc = self._forecasts
-        if fc is None or fc.view is not view or len(fc.known) < len(holdings.columns):
-            fc = self._forecasts = _Forecasts(view, holdings)
-        width = len(fc.known)
-        holdings._fit(snap.capacity, width)
+        if fc is None or fc.view is not view:
+            fc = self._forecasts = _Forecasts(view, held.columns)
         steps = min(self._horizon_steps(pod, view), fc.horizon)
         frac = self.cfg.request_fraction
-        col = holdings.column(workload_of(pod))
-        known = fc.known[col] if col < width else False
+        col = held.columns.get(workload_of(pod))
         out = []
-        for res, mean, var, held, held_req, column in (
-            (CPU, fc.cpu, fc.cpu_var, holdings.count, holdings.cpu, CPU_COL),
-            (MEMORY, fc.memory, fc.memory_var, holdings.count, holdings.memory, MEMORY_COL),
+        for i, (res, mean, var, held_req, column) in enumerate(
+            (
+                (CPU, fc.cpu, fc.cpu_var, held.cpu, CPU_COL),
+                (MEMORY, fc.memory, fc.memory_var, held.memory, MEMORY_COL),
+            )
         ):
-            count = held[slots, :width]
-            unknown = (held_req[slots, :width] * ~fc.known).sum(axis=1) * frac
+            count = held.count[slots]
+            unknown = (held.total[slots, i] - held_req[slots].sum(axis=1)) * frac
             node_mean = count @ mean[:, :steps] + unknown[:, None]
             node_var = count @ var
-            if known:
+            if col is not None:
                 pod_mean, pod_var = mean[col, :steps], float(var[col])
             else:
                 pod_mean, pod_var = np.full(steps, pod.requests.get(res, 0) * frac), 0.0
