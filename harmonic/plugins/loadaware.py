@@ -65,17 +65,16 @@ class LoadAwareArgs(PluginArgs):
 
 
 class _Holdings:
-    """What each slot holds, kept current by snapshot events: every pod's requests summed, and for the
-    workloads the forecast knows (one column each) their pods and requests. The columns follow the
+    """What each slot holds, kept current by snapshot events: every pod's requests summed, the requests
+    of pods whose workloads the forecast knows, and those pods per workload (one column each). The columns follow the
     view: a new view rebuilds them from the snapshot (once per refresh, never per cycle)."""
 
     def __init__(self, snap: Snapshot) -> None:
         self.view: UsageView | None = None
         self.columns: dict[WorkloadKey, int] = {}
         self.total = np.zeros((snap.capacity, 2))
+        self.known = np.zeros((snap.capacity, 2))
         self.count = np.zeros((snap.capacity, 0))
-        self.cpu = np.zeros((snap.capacity, 0))
-        self.memory = np.zeros((snap.capacity, 0))
         self._reset(snap)
         snap.listeners.append(self)
 
@@ -89,9 +88,9 @@ class _Holdings:
             self._reset(snap)
 
     def _reset(self, snap: Snapshot) -> None:
-        shape = (snap.capacity, len(self.columns))
         self.total = np.zeros((snap.capacity, 2))
-        self.count, self.cpu, self.memory = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        self.known = np.zeros((snap.capacity, 2))
+        self.count = np.zeros((snap.capacity, len(self.columns)))
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
 
@@ -104,8 +103,8 @@ class _Holdings:
         col = self.columns.get(workload_of(pod))
         if col is not None:
             self.count[slot, col] += sign
-            self.cpu[slot, col] += cpu
-            self.memory[slot, col] += mem
+            self.known[slot, 0] += cpu
+            self.known[slot, 1] += mem
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -115,8 +114,7 @@ class _Holdings:
 
     def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
         if new is None and slot < len(self.total):
-            self.total[slot] = 0
-            self.count[slot] = self.cpu[slot] = self.memory[slot] = 0
+            self.total[slot] = self.known[slot] = self.count[slot] = 0
 
 
 class _Forecasts:
@@ -189,22 +187,22 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         steps = min(self._horizon_steps(pod, view), fc.horizon)
         frac = self.cfg.request_fraction
         col = held.columns.get(workload_of(pod))
+        count = held.count[slots]
+        # Requests of the pods whose workloads have no forecast: all requests less the known ones'.
+        unknown = (held.total[slots] - held.known[slots]) * frac
         out = []
-        for i, (res, mean, var, held_req, column) in enumerate(
-            (
-                (CPU, fc.cpu, fc.cpu_var, held.cpu, CPU_COL),
-                (MEMORY, fc.memory, fc.memory_var, held.memory, MEMORY_COL),
-            )
+        for i, (res, mean, var, column) in enumerate(
+            ((CPU, fc.cpu, fc.cpu_var, CPU_COL), (MEMORY, fc.memory, fc.memory_var, MEMORY_COL))
         ):
-            count = held.count[slots]
-            unknown = (held.total[slots, i] - held_req[slots].sum(axis=1)) * frac
-            node_mean = count @ mean[:, :steps] + unknown[:, None]
+            node_mean = count @ mean[:, :steps]
+            node_mean += unknown[:, i : i + 1]
             node_var = count @ var
             if col is not None:
                 pod_mean, pod_var = mean[col, :steps], float(var[col])
             else:
                 pod_mean, pod_var = np.full(steps, pod.requests.get(res, 0) * frac), 0.0
-            peak = (node_mean + pod_mean).max(axis=1) + self.cfg.peak_stddevs * np.sqrt(node_var + pod_var)
+            node_mean += pod_mean
+            peak = node_mean.max(axis=1) + self.cfg.peak_stddevs * np.sqrt(node_var + pod_var)
             alloc = snap.allocatable[slots, column].astype(np.float64)
             out.append(np.divide(peak, alloc, out=np.full(len(slots), np.inf), where=alloc > 0))
         return out[0], out[1]
