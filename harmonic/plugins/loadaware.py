@@ -23,14 +23,15 @@ never filters, and counts the cycle in ``harmonic_usage_fallback_total{plugin="L
 
 Args (LoadAwareArgs): ``peakStddevs`` (k, default 2), ``horizonSeconds`` (3600), ``seasonSeconds``
 (86400: the period the model looks for), ``staleSeconds`` (300), ``requestFraction`` (1.0),
-``filterThreshold`` (0..1, default unset = no filter), ``metricProvider`` (where ``harmonic run``
-reads usage: Prometheus or KubernetesMetricsServer, as for Trimaran).
+``filterThreshold`` (0..1, default unset = no filter), ``forecastBackend`` (``numpy``; ``statsmodels``
+with the ``forecast`` extra), ``metricProvider`` (where ``harmonic run`` reads usage: Prometheus or
+KubernetesMetricsServer, as for Trimaran).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -61,6 +62,8 @@ class LoadAwareArgs(PluginArgs):
     stale_seconds: float = Field(default=300.0, gt=0)
     request_fraction: float = Field(default=1.0, ge=0, le=10)
     filter_threshold: float | None = Field(default=None, gt=0, le=1)
+    #: ``numpy`` (built in) or ``statsmodels`` (the ``forecast`` extra) Holt-Winters.
+    forecast_backend: Literal["numpy", "statsmodels"] = "numpy"
     metric_provider: MetricProviderSpec = Field(default_factory=MetricProviderSpec)
 
 

@@ -382,7 +382,7 @@ class UsageModel:
         def loop() -> None:
             while not self._stop.is_set():
                 try:
-                    self.refresh(time.time())
+                    self.refresh(time.monotonic())
                 except Exception:  # keep the last view; a source bug must not stop the refresher
                     log.exception("usage refresh failed")
                 self._stop.wait(self.refresh_seconds)

@@ -128,6 +128,7 @@ def usage_model_for(profile: Profile, world: World) -> UsageModel | None:
     args = profile.args.get("LoadAware")
     season = float(getattr(args, "season_seconds", 86400.0))
     horizon = float(getattr(args, "horizon_seconds", 3600.0))
+    backend = str(getattr(args, "forecast_backend", "numpy"))
     pods = world.cluster.pods
     known: dict[str, WorkloadKey] = {}
 
@@ -150,4 +151,5 @@ def usage_model_for(profile: Profile, world: World) -> UsageModel | None:
         refresh_seconds=truth.interval,
         season_seconds=season,
         horizon_seconds=horizon,
+        backend=backend,
     )
