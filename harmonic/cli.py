@@ -495,8 +495,9 @@ def run(
     graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
+    usage = _usage_services(cfg, transport)
     tune_process()
-    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services={**graphs, **usage})
     routes: dict[str, Route] = {}
     if decisions_buffer:
         decisions = live.scheduler.decisions = DecisionLog(decisions_buffer)
@@ -518,13 +519,13 @@ def run(
         server.start()
     signal.signal(signal.SIGTERM, lambda *_: live.stop())
     signal.signal(signal.SIGINT, lambda *_: live.stop())
-    for graph in graphs.values():
-        graph.start()
+    for svc in [*graphs.values(), *usage.values()]:
+        svc.start()
     try:
         code = live.run(sync_timeout)
     finally:
-        for graph in graphs.values():
-            graph.stop()
+        for svc in [*graphs.values(), *usage.values()]:
+            svc.stop()
     if server is not None:
         server.stop()
     sys.exit(code)
@@ -538,6 +539,18 @@ def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
     try:
         return graph_services(cfg)
     except (ConfigError, OSError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+
+
+def _usage_services(cfg: SchedulerConfiguration, transport: Any) -> dict[str, Any]:
+    """The usage model the configuration's load-aware plugins read (exit 1 naming the problem when
+    their metricProvider args disagree)."""
+    from harmonic.plugins.usage_setup import usage_services
+
+    try:
+        return usage_services(cfg, lambda path: transport.request("GET", path))
+    except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
 
