@@ -53,6 +53,7 @@ from harmonic.signals.usage import EMPTY_VIEW, USAGE_FALLBACKS, USAGE_SERVICE, U
 EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
 ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
 _PRESCORE_KEY = "PreScoreLoadAware"
+_COLUMNS = [CPU_COL, MEMORY_COL]
 
 
 class LoadAwareArgs(PluginArgs):
@@ -67,47 +68,54 @@ class LoadAwareArgs(PluginArgs):
     metric_provider: MetricProviderSpec = Field(default_factory=MetricProviderSpec)
 
 
-class _Holdings:
-    """What each slot holds, kept current by snapshot events: every pod's requests summed, the requests
-    of pods whose workloads the forecast knows, and those pods per workload (one column each). The columns follow the
-    view: a new view rebuilds them from the snapshot (once per refresh, never per cycle)."""
+class _NodeForecasts:
+    """Each slot's forecast — mean per resource (CPU, memory) and step, and variance per resource — as
+    the sum over the pods it holds, kept current by snapshot events (``O(horizon)`` per event). A new
+    view rebuilds it from the snapshot: once per refresh, never per cycle."""
 
-    def __init__(self, snap: Snapshot) -> None:
+    def __init__(self, snap: Snapshot, request_fraction: float) -> None:
+        self.frac = request_fraction
         self.view: UsageView | None = None
         self.columns: dict[WorkloadKey, int] = {}
-        self.total = np.zeros((snap.capacity, 2))
-        self.known = np.zeros((snap.capacity, 2))
-        self.count = np.zeros((snap.capacity, 0))
-        self._reset(snap)
+        self.horizon = 1
+        self.pod_mean = np.zeros((0, 2, 1))
+        self.pod_var = np.zeros((0, 2))
+        self.mean = np.zeros((snap.capacity, 2, 1))
+        self.var = np.zeros((snap.capacity, 2))
         snap.listeners.append(self)
 
     def follow(self, view: UsageView, snap: Snapshot) -> None:
-        if view is not self.view:
-            self.view = view
-            if set(view.workloads) != set(self.columns):
-                self.columns = {key: i for i, key in enumerate(view.workloads)}
-                self._reset(snap)
-        if len(self.total) < snap.capacity:
-            self._reset(snap)
-
-    def _reset(self, snap: Snapshot) -> None:
-        self.total = np.zeros((snap.capacity, 2))
-        self.known = np.zeros((snap.capacity, 2))
-        self.count = np.zeros((snap.capacity, len(self.columns)))
+        if view is self.view and len(self.mean) >= snap.capacity:
+            return
+        self.view = view
+        self.columns = {key: i for i, key in enumerate(view.workloads)}
+        h = self.horizon = max((len(f.cpu.mean) for f in view.workloads.values()), default=1)
+        self.pod_mean = np.zeros((len(self.columns), 2, h))
+        self.pod_var = np.zeros((len(self.columns), 2))
+        for key, col in self.columns.items():
+            f = view.workloads[key]
+            self.pod_mean[col, 0, : len(f.cpu.mean)] = f.cpu.mean
+            self.pod_mean[col, 1, : len(f.memory.mean)] = f.memory.mean
+            self.pod_var[col] = (f.cpu.std**2, f.memory.std**2)
+        self.mean = np.zeros((snap.capacity, 2, h))
+        self.var = np.zeros((snap.capacity, 2))
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
 
-    def _change(self, slot: int, pod: Pod, sign: int) -> None:
-        if slot >= len(self.total):
-            return  # the snapshot grew: the next follow() rebuilds
-        cpu, mem = sign * pod.requests.get(CPU, 0), sign * pod.requests.get(MEMORY, 0)
-        self.total[slot, 0] += cpu
-        self.total[slot, 1] += mem
+    def of_pod(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+        """The pod's own forecast: its workload's, else ``requestFraction`` x its requests, flat."""
         col = self.columns.get(workload_of(pod))
         if col is not None:
-            self.count[slot, col] += sign
-            self.known[slot, 0] += cpu
-            self.known[slot, 1] += mem
+            return self.pod_mean[col], self.pod_var[col]
+        req = np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
+        return np.repeat(req[:, None], self.horizon, axis=1), np.zeros(2)
+
+    def _change(self, slot: int, pod: Pod, sign: int) -> None:
+        if self.view is None or slot >= len(self.mean):
+            return  # not following yet, or the snapshot grew: the next follow() rebuilds
+        mean, var = self.of_pod(pod)
+        self.mean[slot] += sign * mean
+        self.var[slot] += sign * var
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -116,28 +124,9 @@ class _Holdings:
         self._change(slot, pod, -1)
 
     def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
-        if new is None and slot < len(self.total):
-            self.total[slot] = self.known[slot] = self.count[slot] = 0
-
-
-class _Forecasts:
-    """The view's workload forecasts as matrices over the holdings' columns."""
-
-    def __init__(self, view: UsageView, columns: dict[WorkloadKey, int]) -> None:
-        width = len(columns)
-        horizon = max((len(f.cpu.mean) for f in view.workloads.values()), default=1)
-        self.view = view
-        self.cpu = np.zeros((width, horizon))
-        self.memory = np.zeros((width, horizon))
-        self.cpu_var = np.zeros(width)
-        self.memory_var = np.zeros(width)
-        for key, col in columns.items():
-            f = view.workloads[key]
-            self.cpu[col, : len(f.cpu.mean)] = f.cpu.mean
-            self.memory[col, : len(f.memory.mean)] = f.memory.mean
-            self.cpu_var[col] = f.cpu.std**2
-            self.memory_var[col] = f.memory.std**2
-        self.horizon = horizon
+        if new is None and slot < len(self.mean):
+            self.mean[slot] = 0
+            self.var[slot] = 0
 
 
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
@@ -147,8 +136,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: LoadAwareArgs = args
-        self._holdings: _Holdings | None = None
-        self._forecasts: _Forecasts | None = None
+        self._nodes: _NodeForecasts | None = None
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         # A node the forecast filtered may fit once pods leave it, a node comes, or the forecast changes.
@@ -174,53 +162,33 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
                 seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
         return max(1, int(np.ceil(seconds / max(view.step_seconds, 1e-9))))
 
-    def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Forecast peak share of allocatable CPU and memory per candidate, or None to fall back."""
+    def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray | None:
+        """Forecast peak share of allocatable CPU and memory per candidate (n x 2), or None to fall back."""
         view = self._view()
         if not view.fresh_at(self.handle.clock.now(), self.cfg.stale_seconds) or not view.workloads:
             USAGE_FALLBACKS.labels(self.NAME, view.reason or "stale or no forecast").inc()
             return None
-        if self._holdings is None:
-            self._holdings = _Holdings(self.handle.snapshot)
-        held = self._holdings
-        held.follow(view, snap)
-        fc = self._forecasts
-        if fc is None or fc.view is not view:
-            fc = self._forecasts = _Forecasts(view, held.columns)
-        steps = min(self._horizon_steps(pod, view), fc.horizon)
-        frac = self.cfg.request_fraction
-        col = held.columns.get(workload_of(pod))
-        count = held.count[slots]
-        # Requests of the pods whose workloads have no forecast: all requests less the known ones'.
-        unknown = (held.total[slots] - held.known[slots]) * frac
-        out = []
-        for i, (res, mean, var, column) in enumerate(
-            ((CPU, fc.cpu, fc.cpu_var, CPU_COL), (MEMORY, fc.memory, fc.memory_var, MEMORY_COL))
-        ):
-            node_mean = count @ mean[:, :steps]
-            node_mean += unknown[:, i : i + 1]
-            node_var = count @ var
-            if col is not None:
-                pod_mean, pod_var = mean[col, :steps], float(var[col])
-            else:
-                pod_mean, pod_var = np.full(steps, pod.requests.get(res, 0) * frac), 0.0
-            node_mean += pod_mean
-            peak = node_mean.max(axis=1) + self.cfg.peak_stddevs * np.sqrt(node_var + pod_var)
-            alloc = snap.allocatable[slots, column].astype(np.float64)
-            out.append(np.divide(peak, alloc, out=np.full(len(slots), np.inf), where=alloc > 0))
-        return out[0], out[1]
+        if self._nodes is None:
+            self._nodes = _NodeForecasts(self.handle.snapshot, self.cfg.request_fraction)
+        nodes = self._nodes
+        nodes.follow(view, snap)
+        steps = min(self._horizon_steps(pod, view), nodes.horizon)
+        pod_mean, pod_var = nodes.of_pod(pod)
+        mean = nodes.mean[:, :, :steps][slots]
+        mean += pod_mean[:, :steps]
+        peak = mean.max(axis=2)
+        peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
+        alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
+        share: np.ndarray = np.divide(peak, alloc, out=np.full(peak.shape, np.inf), where=alloc > 0)
+        return share
 
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         shares = self._shares(pod, snap, slots)
         if shares is None:
-            vec = snap.pod_vector(pod)
-            alloc = snap.allocatable[slots][:, [CPU_COL, MEMORY_COL]].astype(np.float64)
-            used = (snap.requested[slots][:, [CPU_COL, MEMORY_COL]] + vec[[CPU_COL, MEMORY_COL]]).astype(
-                np.float64
-            )
-            share = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
-            shares = (share[:, 0], share[:, 1])
-        worst = np.maximum(shares[0], shares[1])
+            alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
+            used = (snap.requested[slots][:, _COLUMNS] + snap.pod_vector(pod)[_COLUMNS]).astype(np.float64)
+            shares = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
+        worst = shares.max(axis=1)
         state.write(
             _PRESCORE_KEY,
             np.clip(np.floor(MAX_NODE_SCORE * (1 - worst) + 0.5), 0, MAX_NODE_SCORE).astype(np.int64),
@@ -242,7 +210,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         shares = self._shares(pod, snap, slots)
         if shares is None:
             return None
-        bad = (shares[0] > threshold) | (shares[1] > threshold)
+        bad = (shares > threshold).any(axis=1)
         if not bad.any():
             return None
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)
