@@ -210,7 +210,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         shares = self._shares(pod, snap, slots)
         if shares is None:
             return None
-        bad = (shares > threshold).any(axis=1)
+        bad: np.ndarray = np.any(shares > threshold, axis=1)
         if not bad.any():
             return None
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)
