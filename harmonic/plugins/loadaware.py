@@ -82,6 +82,9 @@ class _NodeForecasts:
         self.pod_var = np.zeros((0, 2))
         self.mean = np.zeros((snap.capacity, 2, 1))
         self.var = np.zeros((snap.capacity, 2))
+        #: Running maximum of ``mean`` over the steps, for pods whose own forecast is flat.
+        self.prefix_max = np.zeros((snap.capacity, 2, 1))
+        self.dirty: set[int] = set()
         snap.listeners.append(self)
 
     def follow(self, view: UsageView, snap: Snapshot) -> None:
@@ -101,14 +104,31 @@ class _NodeForecasts:
         self.var = np.zeros((snap.capacity, 2))
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
+        self.prefix_max = np.maximum.accumulate(self.mean, axis=2)
+        self.dirty.clear()
+
+    def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:
+        """Per candidate and resource, the highest mean over the first ``steps`` steps."""
+        if self.dirty:
+            rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
+            self.prefix_max[rows] = np.maximum.accumulate(self.mean[rows], axis=2)
+            self.dirty.clear()
+        peaks: np.ndarray = self.prefix_max[:, :, steps - 1][slots]
+        return peaks
 
     def of_pod(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
-        """The pod's own forecast: its workload's, else ``requestFraction`` x its requests, flat."""
+        """The pod's own forecast (2 x horizon, variance per resource): its workload's, else
+        ``requestFraction`` x its requests, flat."""
         col = self.columns.get(workload_of(pod))
         if col is not None:
             return self.pod_mean[col], self.pod_var[col]
-        req = np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
-        return np.repeat(req[:, None], self.horizon, axis=1), np.zeros(2)
+        return np.repeat(self.flat(pod)[:, None], self.horizon, axis=1), np.zeros(2)
+
+    def flat(self, pod: Pod) -> np.ndarray:
+        return np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
+
+    def known(self, pod: Pod) -> bool:
+        return workload_of(pod) in self.columns
 
     def _change(self, slot: int, pod: Pod, sign: int) -> None:
         if self.view is None or slot >= len(self.mean):
@@ -116,6 +136,7 @@ class _NodeForecasts:
         mean, var = self.of_pod(pod)
         self.mean[slot] += sign * mean
         self.var[slot] += sign * var
+        self.dirty.add(slot)
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -127,6 +148,7 @@ class _NodeForecasts:
         if new is None and slot < len(self.mean):
             self.mean[slot] = 0
             self.var[slot] = 0
+            self.dirty.add(slot)
 
 
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
@@ -174,9 +196,12 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         nodes.follow(view, snap)
         steps = min(self._horizon_steps(pod, view), nodes.horizon)
         pod_mean, pod_var = nodes.of_pod(pod)
-        mean = nodes.mean[:, :, :steps][slots]
-        mean += pod_mean[:, :steps]
-        peak = mean.max(axis=2)
+        if nodes.known(pod):
+            mean = nodes.mean[:, :, :steps][slots]
+            mean += pod_mean[:, :steps]
+            peak = mean.max(axis=2)
+        else:  # a flat forecast: the node's own highest step plus the pod's
+            peak = nodes.flat_peaks(slots, steps) + pod_mean[:, 0]
         peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
         alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
         share: np.ndarray = np.divide(peak, alloc, out=np.full(peak.shape, np.inf), where=alloc > 0)
