@@ -46,9 +46,9 @@ from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScoreP
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
-from harmonic.plugins.trimaran.common import MetricProviderSpec
+from harmonic.plugins.trimaran.common import MetricProviderSpec, UsageReader
 from harmonic.signals.identity import WorkloadKey, workload_of
-from harmonic.signals.usage import EMPTY_VIEW, USAGE_FALLBACKS, USAGE_SERVICE, UsageView
+from harmonic.signals.usage import USAGE_FALLBACKS, UsageView
 
 EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
 ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
@@ -159,6 +159,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         super().__init__(args, handle)
         self.cfg: LoadAwareArgs = args
         self._nodes: _NodeForecasts | None = None
+        self.reader = UsageReader(handle)
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         # A node the forecast filtered may fit once pods leave it, a node comes, or the forecast changes.
@@ -167,13 +168,6 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
             EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
             EventWithHint(ClusterEvent(Resource.MODEL, Action.ALL)),
         )
-
-    def _view(self) -> UsageView:
-        try:
-            view: UsageView = self.handle.service(USAGE_SERVICE).view
-        except KeyError:
-            return EMPTY_VIEW
-        return view
 
     def _horizon_steps(self, pod: Pod, view: UsageView) -> int:
         seconds = self.cfg.horizon_seconds
@@ -186,7 +180,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
 
     def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray | None:
         """Forecast peak share of allocatable CPU and memory per candidate (n x 2), or None to fall back."""
-        view = self._view()
+        view = self.reader.view()
         if not view.fresh_at(self.handle.clock.now(), self.cfg.stale_seconds) or not view.workloads:
             USAGE_FALLBACKS.labels(self.NAME, view.reason or "stale or no forecast").inc()
             return None

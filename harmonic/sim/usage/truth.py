@@ -29,7 +29,7 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.sim.metrics import EXTRA_METRICS
-from harmonic.sim.scenario import UsageProfile, UsageSpec
+from harmonic.sim.scenario import USAGE_PROFILE_FIELDS, UsageProfile, UsageSpec
 from harmonic.sim.truth.interference import workload_matches
 from harmonic.sim.usage.alibaba import UsageSeries
 
@@ -38,17 +38,7 @@ if TYPE_CHECKING:
 
 REASON_MEMORY_PRESSURE = "evicted: memory pressure"
 #: Profile parameters, one array each, in this order.
-_PARAMS = (
-    "cpu",
-    "memory",
-    "amplitude",
-    "memory_amplitude",
-    "period",
-    "phase",
-    "noise",
-    "burst_probability",
-    "burst_factor",
-)
+_PARAMS = USAGE_PROFILE_FIELDS
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
