@@ -160,6 +160,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         self.cfg: LoadAwareArgs = args
         self._nodes: _NodeForecasts | None = None
         self.reader = UsageReader(handle)
+        self._inverse: tuple[tuple[int, int], np.ndarray] | None = None
 
     def events_to_register(self) -> tuple[EventWithHint, ...]:
         # A node the forecast filtered may fit once pods leave it, a node comes, or the forecast changes.
@@ -189,17 +190,27 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         nodes = self._nodes
         nodes.follow(view, snap)
         steps = min(self._horizon_steps(pod, view), nodes.horizon)
-        pod_mean, pod_var = nodes.of_pod(pod)
         if nodes.known(pod):
+            pod_mean, pod_var = nodes.of_pod(pod)
             mean = nodes.mean[:, :, :steps][slots]
             mean += pod_mean[:, :steps]
             peak = mean.max(axis=2)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
         else:  # a flat forecast: the node's own highest step plus the pod's
-            peak = nodes.flat_peaks(slots, steps) + pod_mean[:, 0]
-        peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
-        alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
-        share: np.ndarray = np.divide(peak, alloc, out=np.full(peak.shape, np.inf), where=alloc > 0)
+            peak = nodes.flat_peaks(slots, steps) + nodes.flat(pod)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots])
+        share: np.ndarray = peak * self._inverse_allocatable(snap)[slots]
         return share
+
+    def _inverse_allocatable(self, snap: Snapshot) -> np.ndarray:
+        """1 / allocatable CPU and memory per slot (a share past any threshold where nothing is allocatable),
+        recomputed when nodes change."""
+        key = (snap.node_generation, snap.capacity)
+        if self._inverse is None or self._inverse[0] != key:
+            alloc = snap.allocatable[:, _COLUMNS].astype(np.float64)
+            inv = np.divide(1.0, alloc, out=np.full(alloc.shape, 1e12), where=alloc > 0)
+            self._inverse = (key, inv)
+        return self._inverse[1]
 
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         shares = self._shares(pod, snap, slots)
