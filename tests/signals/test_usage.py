@@ -129,3 +129,12 @@ def test_holt_winters_without_two_seasons_is_flat_with_the_spread():
     assert len(f.mean) == 5 and np.ptp(f.mean) == 0 and f.std > 0
     assert f.peak(3, 2.0) == pytest.approx(float(f.mean[0]) + 2 * f.std)
     assert holt_winters(np.zeros(0), 10, 3).mean.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_statsmodels_backend_fits_the_same_season():
+    pytest.importorskip("statsmodels")
+    t = np.arange(48)
+    y = 100 + 40 * np.sin(2 * np.pi * t / 12)
+    f = holt_winters(y, season=12, horizon=12, backend="statsmodels")
+    truth = 100 + 40 * np.sin(2 * np.pi * np.arange(48, 60) / 12)
+    assert np.abs(f.mean - truth).max() < 5
