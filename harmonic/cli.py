@@ -522,9 +522,10 @@ def run(
     graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
+    usage = _usage_services(cfg, transport)
     tune_process()
     fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
-    services: dict[str, Any] = {**graphs, **(fb.services if fb else {})}
+    services: dict[str, Any] = {**graphs, **usage, **(fb.services if fb else {})}
     live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)
     routes: dict[str, Route] = {}
     post_routes: dict[str, PostRoute] = {}
@@ -553,16 +554,16 @@ def run(
         server.start()
     signal.signal(signal.SIGTERM, lambda *_: live.stop())
     signal.signal(signal.SIGINT, lambda *_: live.stop())
-    for graph in graphs.values():
-        graph.start()
+    for svc in [*graphs.values(), *usage.values()]:
+        svc.start()
     if fb is not None:
         sched = live.scheduler
         fb.start(lambda fn: sched.post(lambda: fn(PlacementView(sched.cache.snapshot))))
     try:
         code = live.run(sync_timeout)
     finally:
-        for graph in graphs.values():
-            graph.stop()
+        for svc in [*graphs.values(), *usage.values()]:
+            svc.stop()
         if fb is not None:
             fb.stop()
     if server is not None:
@@ -578,6 +579,18 @@ def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
     try:
         return graph_services(cfg)
     except (ConfigError, OSError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+
+
+def _usage_services(cfg: SchedulerConfiguration, transport: Any) -> dict[str, Any]:
+    """The usage model the configuration's load-aware plugins read (exit 1 naming the problem when
+    their metricProvider args disagree)."""
+    from harmonic.plugins.usage_setup import usage_services
+
+    try:
+        return usage_services(cfg, lambda path: transport.request("GET", path))
+    except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
 

@@ -14,6 +14,7 @@ from harmonic.plugins.defaultpreemption import DefaultPreemption
 from harmonic.plugins.dissonance import Dissonance
 from harmonic.plugins.imagelocality import ImageLocality
 from harmonic.plugins.interpodaffinity import InterPodAffinity
+from harmonic.plugins.loadaware import LoadAware
 from harmonic.plugins.nodeaffinity import NodeAffinity
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
@@ -24,6 +25,7 @@ from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
 from harmonic.plugins.tainttoleration import TaintToleration
+from harmonic.plugins.trimaran import LoadVariationRiskBalancing, TargetLoadPacking
 from harmonic.plugins.volumebinding import VolumeBinding
 from harmonic.plugins.volumerestrictions import VolumeRestrictions
 from harmonic.plugins.volumezone import VolumeZone
@@ -38,6 +40,8 @@ IN_TREE = (
     DefaultPreemption,
     ImageLocality,
     InterPodAffinity,
+    LoadAware,
+    LoadVariationRiskBalancing,
     NodeAffinity,
     NodeName,
     NodePorts,
@@ -49,6 +53,7 @@ IN_TREE = (
     PrioritySort,
     SchedulingGates,
     TaintToleration,
+    TargetLoadPacking,
     VolumeBinding,
     VolumeRestrictions,
     VolumeZone,

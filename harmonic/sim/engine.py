@@ -98,10 +98,22 @@ class World:
         self.cluster = InMemoryCluster(self.clock.now)
         services = self.cluster.scheduler_services()
         self.mesh_counters: MeshCounters | None = None
+        #: What pods really use (harmonic.sim.usage.truth.UsageTruth) when the scenario has ``usage:``.
+        self.usage: Any = None
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
             services[GRAPH_SERVICE] = self.graph
         self.feedback = feedback.install(self, services)
+        #: The ``node_usage`` service of load-aware profiles (harmonic.sim.usage.exporters).
+        self.usage_model: Any = None
+        if plan.usage is not None:
+            from harmonic.sim.usage.exporters import usage_model_for
+            from harmonic.sim.usage.truth import UsageTruth
+
+            self.usage = UsageTruth(self)
+            self.usage_model = usage_model_for(run.profile, self)
+            if self.usage_model is not None:
+                services["node_usage"] = self.usage_model
         self.scheduler = Scheduler(
             run.config,
             registry,
@@ -244,6 +256,8 @@ class World:
         if not rec.daemon:
             self.workload_pods_on[node] += 1
         self.truth.bound(rec)
+        if self.usage is not None:
+            self.usage.bound(rec)
         if rec.workload in self.truth.topology_workloads:
             self._traffic_changed()
         if rec.run_for is not None:
@@ -261,6 +275,8 @@ class World:
             return
         reason = self._deleting.pop(key, REASON_PREEMPTED)
         self.truth.gone(rec)
+        if self.usage is not None:
+            self.usage.gone(rec)
         if reason == wl.REASON_SUCCEEDED and rec.bound_at is not None:
             cores = parse_pod(pod).requests.get(CPU, 0) / 1000
             self.cpu_seconds_completed += cores * (self.clock.now() - rec.bound_at)
@@ -281,6 +297,10 @@ class World:
     def _finish(self, key: str, uid: str) -> None:
         rec = self.records.get(key)
         if rec is not None and rec.uid == uid:
+            owed = self.usage.extra_time(key) if self.usage is not None else 0.0
+            if owed > 0:  # throttled: the work is not done yet
+                self.after(owed, lambda: self._finish(key, uid))
+                return
             self.delete_pod(key, wl.REASON_SUCCEEDED)
 
     # ================================================================== actions
@@ -470,6 +490,8 @@ class World:
         sched = self.scheduler
         if self.graph is not None:
             self.graph.maybe_refresh(self.clock.now())
+        if self.usage_model is not None:
+            self.usage_model.maybe_refresh(self.clock.now())
         while True:
             t0 = time.perf_counter()
             r = sched.schedule_one()
@@ -495,6 +517,8 @@ class World:
             attach(self)
         if self.feedback is not None:
             self.feedback.start()
+        if self.usage is not None:
+            self.usage.start()
         timeline = plan.timeline
         i = 0
         next_sample = 0.0
@@ -556,6 +580,7 @@ _STAT_OF = {
     REASON_DRAINED: "pods_evicted",
     REASON_NODE_FAILED: "pods_evicted",
     REASON_DELETED: "pods_deleted",
+    "evicted: memory pressure": "pods_evicted",
 }
 
 

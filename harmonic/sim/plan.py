@@ -152,6 +152,10 @@ class Plan:
     rescheduler: Any = None
     #: The ``feedback:`` key (``harmonic.sim.scenario.FeedbackSpec``), or None.
     feedback: Any = None
+    #: The ``usage:`` key (``UsageSpec``), or None: the world has no usage.
+    usage: Any = None
+    #: Workload -> usage from trace files (``harmonic.sim.usage.alibaba.trace_usage``).
+    trace_usage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_zone_outage(self) -> bool:
@@ -199,6 +203,7 @@ class _Builder:
         self.topologies: list[TopologyInstance] = []
         self.inert: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
+        self.trace_usage: dict[str, Any] = {}
         self.priorities = PriorityClasses()
         self.services: list[Obj] = []
         self.pdbs: list[Obj] = []
@@ -393,6 +398,8 @@ class _Builder:
         t0 = w.trace_start if w.trace_start is not None else min(times)
         t_end = w.trace_end if w.trace_end is not None else math.inf
         origin = f"workloads[{i}]"
+        jobs: dict[tuple[str, str], tuple[str, int, int]] = {}
+        replica_sets: dict[str, list[str]] = {}
         for task in tasks:
             if task.start < t0 or task.start >= t_end:
                 self.skipped["batch_task: outside traceStart..traceEnd"] += 1
@@ -431,6 +438,7 @@ class _Builder:
             )
             assert obj is not None
             self.create(obj, task.start - t0, None, origin)
+            jobs[(task.job, task.task)] = (name, task.cpu_milli, task.memory_bytes)
         groups: dict[tuple[str, int, int], int] = {}
         names: dict[tuple[str, int, int], str] = {}
         per_app: Counter[str] = Counter()
@@ -445,6 +453,7 @@ class _Builder:
                 base = tr.dns_name(c.app_du)
                 name = base if per_app[c.app_du] == 1 else f"{base}-{per_app[c.app_du]}"
                 names[shape] = name
+                replica_sets.setdefault(c.app_du, []).append(name)
                 groups[shape] = 1
                 labels = {"app": base}
                 raw = {
@@ -481,6 +490,12 @@ class _Builder:
             else:
                 groups[shape] += 1
                 self.add(t, Scale(f"ReplicaSet/{w.namespace}/{names[shape]}", groups[shape]), origin)
+        if w.container_usage is not None or w.batch_instance is not None:
+            from harmonic.sim.usage.alibaba import trace_usage
+
+            self.trace_usage.update(
+                trace_usage(w, self.base, self.source, origin, t0, replica_sets, jobs, mem100, self.skipped)
+            )
 
     # ------------------------------------------------------------------ events
     def events(self) -> None:
@@ -650,6 +665,8 @@ def build_plan(
         pdbs=b.pdbs,
         rescheduler=_rescheduler(sc, source, base_dir),
         feedback=sc.feedback,
+        usage=sc.usage,
+        trace_usage=b.trace_usage,
     )
 
 

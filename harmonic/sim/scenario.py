@@ -252,11 +252,18 @@ class AlibabaTraceWorkload(_M):
     trace_start: float | None = None
     #: Trace rows at or after this trace second are left out (counted in the metrics).
     trace_end: float | None = None
+    #: Usage files (docs/load-aware.md): per-container utilisation, per-instance batch usage.
+    container_usage: str | None = None
+    batch_instance: str | None = None
 
     @model_validator(mode="after")
     def _files(self) -> AlibabaTraceWorkload:
         if self.container_meta is None and self.batch_task is None:
             raise ValueError("give containerMeta and/or batchTask")
+        if self.container_usage is not None and self.container_meta is None:
+            raise ValueError("containerUsage needs containerMeta (the containers it measures)")
+        if self.batch_instance is not None and self.batch_task is None:
+            raise ValueError("batchInstance needs batchTask (the tasks its instances belong to)")
         return self
 
 
@@ -424,6 +431,79 @@ class FeedbackSpec(_M):
         return self
 
 
+# --------------------------------------------------------------------------- usage (docs/load-aware.md)
+#: Fields of a usage profile a ``usage.workloads`` entry may override.
+USAGE_PROFILE_FIELDS = (
+    "cpu",
+    "memory",
+    "amplitude",
+    "memory_amplitude",
+    "period",
+    "phase",
+    "noise",
+    "burst_probability",
+    "burst_factor",
+)
+
+
+class UsageProfile(_M):
+    """What a pod really uses, relative to its requests. CPU demand at time ``t`` is
+    ``request * cpu * (1 + amplitude * sin(2 pi (t + phase) / period)) * (1 + noise * z)``, times
+    ``burstFactor`` in a burst (probability ``burstProbability`` per tick); memory likewise with
+    ``memory`` and ``memoryAmplitude``."""
+
+    #: Mean CPU use as a fraction of the CPU request (Borg and Alibaba 2018: 0.2-0.4 for services).
+    cpu: float = Field(default=0.35, ge=0, le=20)
+    #: Mean memory use as a fraction of the memory request.
+    memory: float = Field(default=0.6, ge=0, le=20)
+    #: Relative amplitude of the periodic (diurnal) CPU swing.
+    amplitude: float = Field(default=0.5, ge=0, le=1)
+    memory_amplitude: float = Field(default=0.1, ge=0, le=1)
+    period: Seconds = 86400.0
+    phase: Seconds = 0.0
+    #: Relative standard deviation of the per-tick noise.
+    noise: float = Field(default=0.1, ge=0, le=2)
+    burst_probability: float = Field(default=0.0, ge=0, le=1)
+    burst_factor: float = Field(default=2.0, ge=1, le=20)
+
+
+class WorkloadUsage(_M):
+    """One workload's profile: the fields given override ``default``."""
+
+    workload: str = Field(min_length=3)
+    cpu: float | None = Field(default=None, ge=0, le=20)
+    memory: float | None = Field(default=None, ge=0, le=20)
+    amplitude: float | None = Field(default=None, ge=0, le=1)
+    memory_amplitude: float | None = Field(default=None, ge=0, le=1)
+    period: Seconds | None = None
+    phase: Seconds | None = None
+    noise: float | None = Field(default=None, ge=0, le=2)
+    burst_probability: float | None = Field(default=None, ge=0, le=1)
+    burst_factor: float | None = Field(default=None, ge=1, le=20)
+
+    def over(self, base: UsageProfile) -> UsageProfile:
+        changes: dict[str, Any] = {
+            f: getattr(self, f) for f in USAGE_PROFILE_FIELDS if getattr(self, f) is not None
+        }
+        return base.model_copy(update=changes)
+
+
+class UsageSpec(_M):
+    """``usage:`` of a scenario (docs/load-aware.md)."""
+
+    #: How often the world recomputes usage (default: the scenario's sampleInterval).
+    interval: Seconds | None = None
+    default: UsageProfile = Field(default_factory=UsageProfile)
+    workloads: list[WorkloadUsage] = Field(default_factory=list)
+    #: A node is hot while its actual CPU use exceeds this share of its allocatable CPU.
+    hot_threshold: float = Field(default=0.8, gt=0, le=1)
+    #: Kubelet evicts pods when a node's memory use exceeds its allocatable memory.
+    evictions: bool = True
+    #: How the simulated node-exporter/cAdvisor/metrics-server report: reporting delay and noise.
+    exporter_delay: Seconds = 60.0
+    exporter_noise: float = Field(default=0.02, ge=0, le=1)
+
+
 class Scenario(_M):
     api_version: Literal["harmonic.dev/v1alpha1"]
     kind: Literal["Scenario"]
@@ -447,6 +527,8 @@ class Scenario(_M):
     rescheduler: ReschedulerSpec | None = None
     limits: Limits = Field(default_factory=Limits)
     feedback: FeedbackSpec | None = None
+    #: What pods really use (docs/load-aware.md); without it the world has no usage.
+    usage: UsageSpec | None = None
 
     @model_validator(mode="after")
     def _positive(self) -> Scenario:
@@ -459,6 +541,10 @@ class Scenario(_M):
             )
         if self.feedback is not None and self.duration is None:
             raise ValueError("feedback needs a duration: the loop reports until the run ends")
+        if self.usage is not None and self.duration is None:
+            raise ValueError(
+                "usage needs a duration (usage keeps changing, so the run never runs out of events)"
+            )
         return self
 
 

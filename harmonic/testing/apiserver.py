@@ -110,6 +110,9 @@ RESOURCE_TYPES = (
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True),
+    # metrics-server's resource metrics API, read by harmonic.signals.usage.MetricsServerSource.
+    ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False),
+    ResourceType("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True),
 )
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCE_TYPES}
 _BY_ID = {r.id: r for r in RESOURCE_TYPES}

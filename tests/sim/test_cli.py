@@ -21,13 +21,13 @@ def test_no_arguments_runs_the_bundled_scenario_under_every_bundled_profile(tmp_
     r = CliRunner().invoke(main, ["simulate", "--no-progress"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert lines[0].split()[1:] == ["default-scheduler", "batch", "bin-packing", "harmonic"]
+    assert lines[0].split()[1:] == ["default-scheduler", "batch", "bin-packing", "harmonic", "load-aware"]
     assert any(line.startswith("cross-zone traffic share") for line in lines)
     assert any(line.startswith("LC slowdown, truth (mean)") for line in lines)
     assert any(line.startswith("boutique request latency p99 (ms)") for line in lines)
     doc = json.loads((tmp_path / "harmonic-report" / "metrics.json").read_text())
     assert doc["scenario"]["name"] == "bundled-multi-zone"
-    assert list(doc["profiles"]) == ["default-scheduler", "batch", "bin-packing", "harmonic"]
+    assert list(doc["profiles"]) == ["default-scheduler", "batch", "bin-packing", "harmonic", "load-aware"]
     for m in doc["profiles"].values():
         assert m["pods_scheduled"] > 400 and m["cross_node_traffic_share"] is not None
     assert_harmony_targets(doc["profiles"])

@@ -1,0 +1,246 @@
+"""LoadAware — PreScore, Score, and optionally Filter.
+
+Schedules by what pods will use, not what they ask for. The usage model (handle service
+``node_usage``, ``harmonic.signals.usage``) forecasts, per workload, what one of its pods uses over the
+coming steps (seasonal Holt-Winters: a mean per step and the spread of its errors). A node's forecast is
+the sum over the pods it holds — the scheduler's own view, assumed pods included, so a pod placed a
+moment ago counts before any metric shows it — of their workloads' forecasts; pods of workloads the
+model does not know count at ``requestFraction`` x their requests. With the incoming pod added, the
+node's forecast peak over the pod's horizon is
+
+    peak = max over the horizon of (node mean + pod mean) + peakStddevs * sqrt(node var + pod var)
+
+for CPU and for memory. Score ``100 * (1 - peak / allocatable)`` (0..100, the lower of CPU and memory):
+the node with the most forecast headroom at its worst moment wins. NormalizeScore does nothing. With
+``filterThreshold`` set, Filter rejects nodes whose forecast peak share of CPU or memory would exceed
+it (Unschedulable: the forecast can change).
+
+The pod's horizon is its annotation ``harmonic.dev/expected-duration`` (seconds or a duration such as
+``20m``), else ``horizonSeconds``, capped at the model's forecast length. **Fallback:** when the model has
+no reading, or its last one is older than ``staleSeconds`` (or a reading failed), the plugin scores as
+requests say (``100 * (1 - requested / allocatable)`` with the pod added, the lower of CPU and memory),
+never filters, and counts the cycle in ``harmonic_usage_fallback_total{plugin="LoadAware"}``.
+
+Args (LoadAwareArgs): ``peakStddevs`` (k, default 2), ``horizonSeconds`` (3600), ``seasonSeconds``
+(86400: the period the model looks for), ``staleSeconds`` (300), ``requestFraction`` (1.0),
+``filterThreshold`` (0..1, default unset = no filter), ``forecastBackend`` (``numpy``; ``statsmodels``
+with the ``forecast`` extra), ``metricProvider`` (where ``harmonic run`` reads usage: Prometheus or
+KubernetesMetricsServer, as for Trimaran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from harmonic.api.pod import Pod
+from harmonic.api.resources import CPU, MEMORY
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.config import parse_duration
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
+from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, Snapshot
+from harmonic.framework.status import Code, Status
+from harmonic.framework.verdicts import Verdicts
+from harmonic.plugins.trimaran.common import MetricProviderSpec, UsageReader
+from harmonic.signals.identity import WorkloadKey, workload_of
+from harmonic.signals.usage import USAGE_FALLBACKS, UsageView
+
+EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
+ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
+_PRESCORE_KEY = "PreScoreLoadAware"
+_COLUMNS = [CPU_COL, MEMORY_COL]
+
+
+class LoadAwareArgs(PluginArgs):
+    peak_stddevs: float = Field(default=2.0, ge=0, le=10)
+    horizon_seconds: float = Field(default=3600.0, gt=0)
+    season_seconds: float = Field(default=86400.0, gt=0)
+    stale_seconds: float = Field(default=300.0, gt=0)
+    request_fraction: float = Field(default=1.0, ge=0, le=10)
+    filter_threshold: float | None = Field(default=None, gt=0, le=1)
+    #: ``numpy`` (built in) or ``statsmodels`` (the ``forecast`` extra) Holt-Winters.
+    forecast_backend: Literal["numpy", "statsmodels"] = "numpy"
+    metric_provider: MetricProviderSpec = Field(default_factory=MetricProviderSpec)
+
+
+class _NodeForecasts:
+    """Each slot's forecast — mean per resource (CPU, memory) and step, and variance per resource — as
+    the sum over the pods it holds, kept current by snapshot events (``O(horizon)`` per event). A new
+    view rebuilds it from the snapshot: once per refresh, never per cycle."""
+
+    def __init__(self, snap: Snapshot, request_fraction: float) -> None:
+        self.frac = request_fraction
+        self.view: UsageView | None = None
+        self.columns: dict[WorkloadKey, int] = {}
+        self.horizon = 1
+        self.pod_mean = np.zeros((0, 2, 1))
+        self.pod_var = np.zeros((0, 2))
+        self.mean = np.zeros((snap.capacity, 2, 1))
+        self.var = np.zeros((snap.capacity, 2))
+        #: Running maximum of ``mean`` over the steps, for pods whose own forecast is flat.
+        self.prefix_max = np.zeros((snap.capacity, 2, 1))
+        self.dirty: set[int] = set()
+        snap.listeners.append(self)
+
+    def follow(self, view: UsageView, snap: Snapshot) -> None:
+        if view is self.view and len(self.mean) >= snap.capacity:
+            return
+        self.view = view
+        self.columns = {key: i for i, key in enumerate(view.workloads)}
+        h = self.horizon = max((len(f.cpu.mean) for f in view.workloads.values()), default=1)
+        self.pod_mean = np.zeros((len(self.columns), 2, h))
+        self.pod_var = np.zeros((len(self.columns), 2))
+        for key, col in self.columns.items():
+            f = view.workloads[key]
+            self.pod_mean[col, 0, : len(f.cpu.mean)] = f.cpu.mean
+            self.pod_mean[col, 1, : len(f.memory.mean)] = f.memory.mean
+            self.pod_var[col] = (f.cpu.std**2, f.memory.std**2)
+        self.mean = np.zeros((snap.capacity, 2, h))
+        self.var = np.zeros((snap.capacity, 2))
+        for slot, pod in snap.all_pods():
+            self._change(slot, pod, 1)
+        self.prefix_max = np.maximum.accumulate(self.mean, axis=2)
+        self.dirty.clear()
+
+    def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:
+        """Per candidate and resource, the highest mean over the first ``steps`` steps."""
+        if self.dirty:
+            rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
+            self.prefix_max[rows] = np.maximum.accumulate(self.mean[rows], axis=2)
+            self.dirty.clear()
+        peaks: np.ndarray = self.prefix_max[:, :, steps - 1][slots]
+        return peaks
+
+    def of_pod(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+        """The pod's own forecast (2 x horizon, variance per resource): its workload's, else
+        ``requestFraction`` x its requests, flat."""
+        col = self.columns.get(workload_of(pod))
+        if col is not None:
+            return self.pod_mean[col], self.pod_var[col]
+        return np.repeat(self.flat(pod)[:, None], self.horizon, axis=1), np.zeros(2)
+
+    def flat(self, pod: Pod) -> np.ndarray:
+        return np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
+
+    def known(self, pod: Pod) -> bool:
+        return workload_of(pod) in self.columns
+
+    def _change(self, slot: int, pod: Pod, sign: int) -> None:
+        if self.view is None or slot >= len(self.mean):
+            return  # not following yet, or the snapshot grew: the next follow() rebuilds
+        mean, var = self.of_pod(pod)
+        self.mean[slot] += sign * mean
+        self.var[slot] += sign * var
+        self.dirty.add(slot)
+
+    def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        self._change(slot, pod, 1)
+
+    def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        self._change(slot, pod, -1)
+
+    def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
+        if new is None and slot < len(self.mean):
+            self.mean[slot] = 0
+            self.var[slot] = 0
+            self.dirty.add(slot)
+
+
+class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
+    NAME: ClassVar[str] = "LoadAware"
+    Args: ClassVar[type[PluginArgs]] = LoadAwareArgs
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.cfg: LoadAwareArgs = args
+        self._nodes: _NodeForecasts | None = None
+        self.reader = UsageReader(handle)
+        self._inverse: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def events_to_register(self) -> tuple[EventWithHint, ...]:
+        # A node the forecast filtered may fit once pods leave it, a node comes, or the forecast changes.
+        return (
+            EventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE)),
+            EventWithHint(ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE)),
+            EventWithHint(ClusterEvent(Resource.MODEL, Action.ALL)),
+        )
+
+    def _horizon_steps(self, pod: Pod, view: UsageView) -> int:
+        seconds = self.cfg.horizon_seconds
+        text = pod.annotations.get(EXPECTED_DURATION_ANNOTATION)
+        if text:
+            # A bad annotation keeps the default horizon: it never fails the cycle.
+            with contextlib.suppress(ValueError):
+                seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+        return max(1, int(np.ceil(seconds / max(view.step_seconds, 1e-9))))
+
+    def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray | None:
+        """Forecast peak share of allocatable CPU and memory per candidate (n x 2), or None to fall back."""
+        view = self.reader.view()
+        if not view.fresh_at(self.handle.clock.now(), self.cfg.stale_seconds) or not view.workloads:
+            USAGE_FALLBACKS.labels(self.NAME, view.reason or "stale or no forecast").inc()
+            return None
+        if self._nodes is None:
+            self._nodes = _NodeForecasts(self.handle.snapshot, self.cfg.request_fraction)
+        nodes = self._nodes
+        nodes.follow(view, snap)
+        steps = min(self._horizon_steps(pod, view), nodes.horizon)
+        if nodes.known(pod):
+            pod_mean, pod_var = nodes.of_pod(pod)
+            mean = nodes.mean[:, :, :steps][slots]
+            mean += pod_mean[:, :steps]
+            peak = mean.max(axis=2)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
+        else:  # a flat forecast: the node's own highest step plus the pod's
+            peak = nodes.flat_peaks(slots, steps) + nodes.flat(pod)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots])
+        share: np.ndarray = peak * self._inverse_allocatable(snap)[slots]
+        return share
+
+    def _inverse_allocatable(self, snap: Snapshot) -> np.ndarray:
+        """1 / allocatable CPU and memory per slot (a share past any threshold where nothing is allocatable),
+        recomputed when nodes change."""
+        key = (snap.node_generation, snap.capacity)
+        if self._inverse is None or self._inverse[0] != key:
+            alloc = snap.allocatable[:, _COLUMNS].astype(np.float64)
+            inv = np.divide(1.0, alloc, out=np.full(alloc.shape, 1e12), where=alloc > 0)
+            self._inverse = (key, inv)
+        return self._inverse[1]
+
+    def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
+        shares = self._shares(pod, snap, slots)
+        if shares is None:
+            alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
+            used = (snap.requested[slots][:, _COLUMNS] + snap.pod_vector(pod)[_COLUMNS]).astype(np.float64)
+            shares = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
+        worst = shares.max(axis=1)
+        state.write(
+            _PRESCORE_KEY,
+            np.clip(np.floor(MAX_NODE_SCORE * (1 - worst) + 0.5), 0, MAX_NODE_SCORE).astype(np.int64),
+        )
+        return None
+
+    def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
+        try:
+            scores: np.ndarray = state.read(_PRESCORE_KEY)
+        except KeyError:  # enabled at Score without PreScore
+            self.pre_score(state, pod, snap, slots)
+            scores = state.read(_PRESCORE_KEY)
+        return scores
+
+    def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
+        threshold = self.cfg.filter_threshold
+        if threshold is None:
+            return None
+        shares = self._shares(pod, snap, slots)
+        if shares is None:
+            return None
+        bad: np.ndarray = np.any(shares > threshold, axis=1)
+        if not bad.any():
+            return None
+        return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)
