@@ -102,9 +102,10 @@ def test_reserve_and_unreserve_resource(
 
 
 @pytest.mark.parametrize(
-    ("name", "used", "lo", "pod_request", "expected"),
+    ("bound", "name", "used", "limit", "pod_request", "expected"),
     [
         (
+            "min",
             "ElasticQuotaInfo OverMinWith Sum Of PodRequest And Used Is Bigger Than Min",
             {"cpu": 4000, "memory": 200, GPU: 5},
             {"cpu": 3000, "memory": 100, GPU: 5},
@@ -112,6 +113,7 @@ def test_reserve_and_unreserve_resource(
             True,
         ),
         (
+            "min",
             "ElasticQuotaInfo OverMinWith Sum Of PodRequest And Used Is Not Bigger Than Min",
             {"cpu": 300, "memory": 100, GPU: 5},
             {"cpu": 4000, "memory": 200, GPU: 5},
@@ -119,6 +121,7 @@ def test_reserve_and_unreserve_resource(
             False,
         ),
         (
+            "min",
             # Upstream's name says Max; the info has no Min, which is what the method reads.
             "ElasticQuotaInfo OverMinWith ElasticQuotaInfo Doesn't Have Max",
             {"cpu": 3900, "memory": 100, GPU: 5},
@@ -127,6 +130,7 @@ def test_reserve_and_unreserve_resource(
             True,
         ),
         (
+            "min",
             "ElasticQuotaInfo OverMinWith Used And Min Don't Have GPU Value",
             {"cpu": 10, "memory": 10},
             {"cpu": 3000, "memory": 100},
@@ -134,25 +138,15 @@ def test_reserve_and_unreserve_resource(
             True,
         ),
         (
+            "min",
             "ElasticQuotaInfo OverMinWith EphemeralStorage",
             {"cpu": 10, "memory": 10, "ephemeral-storage": 10},
             {"cpu": 3000, "memory": 100, "ephemeral-storage": 100},
             {"cpu": 10, "memory": 10, "ephemeral-storage": 10},
             False,
         ),
-    ],
-)
-def test_used_over_min_with(
-    name: str, used: Resources, lo: Resources | None, pod_request: Resources, expected: bool
-) -> None:
-    """TestUsedOverMinWith."""
-    assert _info(used, lo=lo).used_over_min_with(pod_request) is expected
-
-
-@pytest.mark.parametrize(
-    ("name", "used", "hi", "pod_request", "expected"),
-    [
         (
+            "max",
             "ElasticQuotaInfo OverMaxWith Sum Of PodRequest And Used Is Bigger Than Max",
             {"cpu": 4000, "memory": 200, GPU: 5},
             {"cpu": 4000, "memory": 200, GPU: 5},
@@ -160,6 +154,7 @@ def test_used_over_min_with(
             True,
         ),
         (
+            "max",
             "ElasticQuotaInfo OverMaxWith Sum Of PodRequest And Used Is Not Bigger Than Max",
             {"cpu": 3900, "memory": 100, GPU: 5},
             {"cpu": 4000, "memory": 200, GPU: 5},
@@ -167,6 +162,7 @@ def test_used_over_min_with(
             False,
         ),
         (
+            "max",
             "ElasticQuotaInfo OverMaxWith ElasticQuotaInfo Doesn't Have Max",
             {"cpu": 3900, "memory": 100, GPU: 5},
             None,
@@ -174,6 +170,7 @@ def test_used_over_min_with(
             False,
         ),
         (
+            "max",
             "ElasticQuotaInfo OverMaxWith Used And Max Don't Have GPU Value",
             {"cpu": 10, "memory": 10},
             {"cpu": 3000, "memory": 100},
@@ -181,6 +178,7 @@ def test_used_over_min_with(
             False,
         ),
         (
+            "max",
             "ElasticQuotaInfo OverMaxWith EphemeralStorage",
             {"cpu": 10, "memory": 10, "ephemeral-storage": 10},
             {"cpu": 3000, "memory": 100, "ephemeral-storage": 100},
@@ -189,11 +187,14 @@ def test_used_over_min_with(
         ),
     ],
 )
-def test_used_over_max_with(
-    name: str, used: Resources, hi: Resources | None, pod_request: Resources, expected: bool
+def test_used_over_bound_with(
+    bound: str, name: str, used: Resources, limit: Resources | None, pod_request: Resources, expected: bool
 ) -> None:
-    """TestUsedOverMaxWith."""
-    assert _info(used, hi=hi).used_over_max_with(pod_request) is expected
+    """TestUsedOverMinWith (bound "min") and TestUsedOverMaxWith (bound "max")."""
+    if bound == "min":
+        assert _info(used, lo=limit).used_over_min_with(pod_request) is expected
+    else:
+        assert _info(used, hi=limit).used_over_max_with(pod_request) is expected
 
 
 @pytest.mark.parametrize(
