@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harmonic.plugins.capacityscheduling.quota import LOWER_BOUND_OF_MIN, UPPER_BOUND_OF_MAX
 from harmonic.testing import node
 from harmonic.testing.harness import Harness
+
+#: Upstream's makeResourceListForBound: the bounds an ElasticQuota without max / min gets.
+MAX_BOUNDS = dict.fromkeys(("cpu", "memory", "ephemeral-storage"), UPPER_BOUND_OF_MAX)
+MIN_BOUNDS = dict.fromkeys(("cpu", "memory", "ephemeral-storage"), LOWER_BOUND_OF_MIN)
 
 
 def batch_config(

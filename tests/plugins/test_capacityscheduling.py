@@ -2,7 +2,7 @@
 translated, then properties of the quota accounting.
 
 Translated: TestPreFilter, TestDryRunPreemption (victims chosen on the node), TestReserve/TestUnreserve
-(usage), TestAddElasticQuota (bounds when min or max is absent). Skipped: TestPostFilter's exact
+(usage), TestAddElasticQuota (every case, through the informer handler). Skipped: TestPostFilter's exact
 status objects and TestPodEligibleToPreemptOthers (they build Go framework objects the shared
 evaluator fills differently; the behaviour is covered by the dry-run and end-to-end cases here).
 """
@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harmonic.api.batch import ElasticQuota
 from harmonic.api.pod import parse_pod
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.status import Code
@@ -27,14 +26,12 @@ from harmonic.plugins.capacityscheduling.plugin import (
     _QuotaSnapshot,
 )
 from harmonic.plugins.capacityscheduling.quota import (
-    LOWER_BOUND_OF_MIN,
-    UPPER_BOUND_OF_MAX,
     QuotaInfo,
     QuotaInfos,
 )
 from harmonic.testing import elastic_quota, node, pod
 from harmonic.testing.harness import Harness
-from tests.plugins.batch_helpers import harness
+from tests.plugins.batch_helpers import MAX_BOUNDS, MIN_BOUNDS, harness
 
 MID, HIGH = 100, 1000
 
@@ -144,37 +141,27 @@ def test_reserve_and_unreserve() -> None:
     assert pl.infos["ns1"].used == {"memory": 20}
 
 
+_EQ_MAX = {"cpu": "100m", "memory": "1000"}  # upstream's makeResourceList(100, 1000)
+_EQ_MIN = {"cpu": "10m", "memory": "100"}  # makeResourceList(10, 100)
+
+
 @pytest.mark.parametrize(
     ("name", "lo", "hi", "want_min", "want_max"),
     [
-        ("Add ElasticQuota", {"cpu": 100}, {"cpu": 200}, {"cpu": 100}, {"cpu": 200}),
-        (
-            "Add ElasticQuota without Max",
-            {"cpu": 100},
-            None,
-            {"cpu": 100},
-            {
-                "cpu": UPPER_BOUND_OF_MAX,
-                "memory": UPPER_BOUND_OF_MAX,
-                "ephemeral-storage": UPPER_BOUND_OF_MAX,
-            },
-        ),
-        (
-            "Add ElasticQuota without Min",
-            None,
-            {"cpu": 200},
-            {
-                "cpu": LOWER_BOUND_OF_MIN,
-                "memory": LOWER_BOUND_OF_MIN,
-                "ephemeral-storage": LOWER_BOUND_OF_MIN,
-            },
-            {"cpu": 200},
-        ),
+        ("Add ElasticQuota", _EQ_MIN, _EQ_MAX, {"cpu": 10, "memory": 100}, {"cpu": 100, "memory": 1000}),
+        ("Add ElasticQuota without Max", _EQ_MIN, None, {"cpu": 10, "memory": 100}, MAX_BOUNDS),
+        ("Add ElasticQuota without Min", None, _EQ_MAX, MIN_BOUNDS, {"cpu": 100, "memory": 1000}),
+        ("Add ElasticQuota without Max and Min", None, None, MIN_BOUNDS, MAX_BOUNDS),
     ],
 )
 def test_add_elastic_quota(name: str, lo: Any, hi: Any, want_min: Any, want_max: Any) -> None:
-    q = QuotaInfo.of(ElasticQuota("ns1", "q", lo, hi))
-    assert (q.min, q.max) == (want_min, want_max)
+    """TestAddElasticQuota: the quota arrives through the plugin's informer handler (addElasticQuota)."""
+    eq = elastic_quota("ns1", "t1-eq1")
+    eq = eq.min(**lo) if lo is not None else eq
+    eq = eq.max(**hi) if hi is not None else eq
+    _, pl = harness("CapacityScheduling", objects=[eq.obj()])
+    q = pl.infos["ns1"]
+    assert (q.namespace, q.min, q.max, q.used, q.pods) == ("ns1", want_min, want_max, {}, set())
 
 
 def test_quota_without_memory_in_max_admits_no_memory_request() -> None:

@@ -1,5 +1,7 @@
 """Coscheduling: scheduler-plugins' unit-test tables (pkg/coscheduling/coscheduling_test.go and
-core/core_test.go) translated, then Harmonic's gang guard.
+core/core_test.go) and the args defaults (apis/config/v1/defaults_test.go) translated; Permit's wait
+(util.GetWaitTimeDuration) and Unreserve releasing a gang's waiting pods end to end; then Harmonic's
+gang guard.
 
 Skipped from upstream: TestSchemeRestriction (it checks which Go types a controller-runtime client
 scheme registers; Harmonic reads PodGroups from its ``"batch"`` service, there is no client scheme).
@@ -16,6 +18,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
 from harmonic.framework.interface import QueuedPodInfo
 from harmonic.framework.status import Code
+from harmonic.plugins.coscheduling.args import CoschedulingArgs
 from harmonic.plugins.coscheduling.manager import (
     POD_GROUP_NOT_FOUND,
     POD_GROUP_NOT_SPECIFIED,
@@ -510,3 +513,113 @@ def test_guard_keeps_room_for_the_senior_gang() -> None:
 )
 def test_scheme_restriction() -> None:
     raise AssertionError
+
+
+# ---------------------------------------------------------------------- args defaults (apis/config/v1)
+@pytest.mark.parametrize(
+    ("name", "args", "want"),
+    [
+        # defaults_test.go: "empty config" and "set non default CoschedulingArgs".
+        ("empty config", None, (60, 0)),
+        ("empty args", {}, (60, 0)),
+        ("set non default", {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 20}, (60, 20)),
+    ],
+)
+def test_default_args_as_loaded(name: str, args: Any, want: tuple[int, int]) -> None:
+    h = Harness(batch_config("Coscheduling", args, drop=["PrioritySort"]))
+    loaded = h.config.profile("default-scheduler").args["Coscheduling"]
+    assert isinstance(loaded, CoschedulingArgs)
+    assert (loaded.permit_waiting_time_seconds, loaded.pod_group_backoff_seconds) == want
+    assert loaded.pod_group_reject_percentage == 10
+    pl = h.scheduler.frameworks["default-scheduler"].plugins["Coscheduling"]
+    assert pl.timeout == float(want[0])
+
+
+# ---------------------------------------------------------------------- Permit's wait (GetWaitTimeDuration)
+def _waiting(h: Harness) -> list[Any]:
+    return list(h.scheduler.waiting_pods.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "schedule_timeout", "permit_waiting", "want"),
+    [
+        ("the PodGroup's scheduleTimeoutSeconds wins", 5, 60, 5.0),
+        ("no scheduleTimeoutSeconds: the args' wait", None, 30, 30.0),
+        ("neither: util.DefaultWaitTime", None, 0, 60.0),
+        ("scheduleTimeoutSeconds 0: Permit keeps the args' wait", 0, 30, 30.0),
+        ("scheduleTimeoutSeconds 0 and args 0: no wait", 0, 0, 0.0),
+    ],
+)
+def test_permit_wait_time(name: str, schedule_timeout: int | None, permit_waiting: int, want: float) -> None:
+    b = pod_group("pg").ns("ns").min_member(2)
+    if schedule_timeout is not None:
+        b = b.timeout(schedule_timeout)
+    _, pl = harness(
+        "Coscheduling",
+        {**UPSTREAM, "permitWaitingTimeSeconds": permit_waiting},
+        drop=["PrioritySort"],
+        objects=[b.obj()],
+    )
+    st, wait = pl.permit(CycleState(), parse_pod(_p("p", "pg")), "node")
+    assert st is not None and st.code == Code.WAIT
+    assert wait == want
+
+
+def _short_gang(names: str, timeout: int | None = None, nodes: int = 2) -> Harness:
+    """Gangs of minMember 3 whose third pod fits nowhere: the first two wait at Permit. A reject
+    percentage of 100 keeps PostFilter from releasing them, so only what a test does (a timeout, a
+    failing member) can."""
+    cfg = batch_config(
+        "Coscheduling",
+        {"gangGuard": False, "permitWaitingTimeSeconds": 60, "podGroupRejectPercentage": 100},
+        drop=["PrioritySort"],
+    )
+    h = Harness(cfg)
+    h.add_nodes([node(f"n{i}").cap(cpu="4", memory="64Gi", pods=110).obj() for i in range(nodes)])
+    for g in names:
+        b = pod_group(g).ns("default").min_member(3)
+        h.cluster.apply_batch((b.timeout(timeout) if timeout is not None else b).obj())
+        h.add_pods([_p(f"{g}{i}", g, ns="default", cpu="1") for i in range(2)])
+        h.add_pods([_p(f"{g}2", g, ns="default", cpu="100")])
+    h.schedule()
+    return h
+
+
+def test_schedule_timeout_seconds_bounds_the_permit_wait() -> None:
+    """End to end: a gang short of its quorum waits its PodGroup's 5 s, not the args' 60 s, then is
+    released; nothing of it stays bound or assumed."""
+    h = _short_gang("g", timeout=5)
+    waiting = _waiting(h)
+    assert sorted(wp.pod.name for wp in waiting) == ["g0", "g1"]
+    assert {wp.next_deadline for wp in waiting} == {h.clock.now() + 5}
+    h.clock.advance(4)
+    h.schedule()
+    assert len(_waiting(h)) == 2
+    h.clock.advance(2)
+    h.schedule()
+    assert _waiting(h) == []
+    assert not h.placement()
+    assert not any(h.scheduler.cache.is_assumed(f"g{i}") for i in range(2))
+
+
+# ---------------------------------------------------------------------- Unreserve releases the gang
+def test_failing_member_unreserve_releases_waiting_siblings() -> None:
+    """A member waiting at Permit that fails (here: deleted, so the framework rejects it and runs
+    Unreserve) rejects its waiting siblings at once, long before their Permit timeout."""
+    h = _short_gang("g")
+    assert sorted(wp.pod.name for wp in _waiting(h)) == ["g0", "g1"]
+    h.cluster.delete_pod("default", "g0")
+    h.schedule()
+    assert _waiting(h) == []
+    assert not h.placement()
+    assert "rejection in Unreserve" in (h.failure("g1") or "")
+    assert not h.scheduler.cache.is_assumed("g1")
+
+
+def test_unreserve_rejects_only_its_own_gang() -> None:
+    """Unreserve of one gang's member leaves another gang's waiting pods alone."""
+    h = _short_gang("ab", nodes=1)
+    assert sorted(wp.pod.name for wp in _waiting(h)) == ["a0", "a1", "b0", "b1"]
+    h.cluster.delete_pod("default", "a0")
+    h.schedule()
+    assert sorted(wp.pod.name for wp in _waiting(h)) == ["b0", "b1"]

@@ -6,9 +6,6 @@ from pydantic import field_validator
 
 from harmonic.framework.args import PluginArgs
 
-#: util.DefaultWaitTime: the Permit wait when neither the PodGroup nor the args give one.
-DEFAULT_WAIT_SECONDS = 60
-
 
 class CoschedulingArgs(PluginArgs):
     #: How long a gang's assumed pods wait at Permit for the rest (defaults.go: 60).

@@ -24,6 +24,25 @@ POD_GROUP_NOT_FOUND = "PodGroup not found"
 SUCCESS = "Success"
 WAIT = "Wait"
 
+#: util.DefaultWaitTime: the Permit wait when neither the PodGroup nor the args give one.
+DEFAULT_WAIT_SECONDS = 60.0
+
+
+def wait_time_seconds(pg: PodGroup | None, schedule_timeout: float) -> float:
+    """How long a gang member waits at Permit (Permit with util.GetWaitTimeDuration).
+
+    The PodGroup's ``scheduleTimeoutSeconds`` wins when set; otherwise the args' non-zero
+    ``permitWaitingTimeSeconds``, else 60 s. Permit ignores a zero from that lookup and keeps the
+    args' value, so ``scheduleTimeoutSeconds: 0`` means "the plugin's timeout", not "no wait".
+    """
+    if pg is not None and pg.schedule_timeout_seconds is not None:
+        wait = float(pg.schedule_timeout_seconds)
+    elif schedule_timeout != 0:
+        wait = schedule_timeout
+    else:
+        wait = DEFAULT_WAIT_SECONDS
+    return wait if wait != 0 else schedule_timeout
+
 
 class TTLSet:
     """Names that expire (go-cache with a per-item TTL), on the scheduler's clock."""

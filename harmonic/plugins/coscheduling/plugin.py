@@ -13,8 +13,8 @@ that ``PodGroup`` of their namespace, which needs ``minMember`` of them placed a
 - PostFilter: a member that fits nowhere rejects the whole gang (its waiting pods are released), unless
   enough members are assigned already or at most ``podGroupRejectPercentage`` % of ``minMember`` are
   missing; the gang is then backed off for ``podGroupBackoffSeconds`` (0: not at all).
-- Permit: Wait until ``minMember`` pods are assumed, for ``spec.scheduleTimeoutSeconds`` or
-  ``permitWaitingTimeSeconds``; the pod that completes the quorum allows the waiting ones. A pod naming
+- Permit: Wait until ``minMember`` pods are assumed, for the PodGroup's ``spec.scheduleTimeoutSeconds``
+  when set and non-zero, else ``permitWaitingTimeSeconds`` (60 s when that is 0); the pod that completes the quorum allows the waiting ones. A pod naming
   a PodGroup that does not exist is rejected ("PodGroup not found") and retried when one appears.
 - Reserve/Unreserve: a member that fails or times out after Reserve rejects its waiting siblings.
 - Filter (Harmonic, ``gangGuard``): see ``guard.py``; with ``gangGuard: false`` the plugin behaves as
@@ -53,7 +53,7 @@ from harmonic.framework.interface import (
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
-from harmonic.plugins.coscheduling.args import DEFAULT_WAIT_SECONDS, CoschedulingArgs
+from harmonic.plugins.coscheduling.args import CoschedulingArgs
 from harmonic.plugins.coscheduling.guard import GangGuard
 from harmonic.plugins.coscheduling.manager import (
     POD_GROUP_NOT_FOUND,
@@ -62,6 +62,7 @@ from harmonic.plugins.coscheduling.manager import (
     PodGroupManager,
     full_name,
     gang_key,
+    wait_time_seconds,
 )
 
 _TURN_KEY = "PreFilterCoscheduling/turn"
@@ -210,11 +211,7 @@ class Coscheduling(
                     self._activate(self.guard.take_kept_out())
                 self._activate_gangs(self.guard.release(full))
             return None, 0.0
-        wait = self.timeout
-        if pg is not None and pg.schedule_timeout_seconds is not None:
-            wait = float(pg.schedule_timeout_seconds)
-        elif not wait:
-            wait = float(DEFAULT_WAIT_SECONDS)
+        wait = wait_time_seconds(pg, self.timeout)
         if self.guard is not None:
             previous = self.guard.hold(full, gang_key(pod, pg))
             if previous is not None:
