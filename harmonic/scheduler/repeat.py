@@ -50,7 +50,7 @@ class Failure:
     node_generation: int
     nominations: int
     slots: np.ndarray
-    versions: np.ndarray
+    versions: list[int]
     #: Nodes the attempt processed (what it advanced the rotating start index by).
     processed: int
     status: Status
@@ -68,15 +68,19 @@ class SlotVersions:
     node changes (a SnapshotListener)."""
 
     def __init__(self, snap: Snapshot) -> None:
+        self._snap = snap
         self.versions = np.zeros(snap.capacity, dtype=np.int64)
         self._counter = 0
         snap.listeners.append(self)
 
+    def _grow(self, size: int) -> None:
+        grown = np.zeros(max(size, 2 * len(self.versions)), dtype=np.int64)
+        grown[: len(self.versions)] = self.versions
+        self.versions = grown
+
     def _bump(self, slot: int) -> None:
         if slot >= len(self.versions):
-            grown = np.zeros(max(slot + 1, 2 * len(self.versions)), dtype=np.int64)
-            grown[: len(self.versions)] = self.versions
-            self.versions = grown
+            self._grow(slot + 1)
         self._counter += 1
         self.versions[slot] = self._counter
 
@@ -89,10 +93,11 @@ class SlotVersions:
     def node_changed(self, snap: Snapshot, slot: int, old: Node | None, new: Node | None) -> None:
         self._bump(slot)
 
-    def of(self, slots: np.ndarray) -> np.ndarray:
-        if len(slots) and int(slots.max()) >= len(self.versions):
-            self._bump(int(slots.max()))
-        return self.versions[slots]
+    def of(self, slots: np.ndarray) -> list[int]:
+        if len(self.versions) < self._snap.capacity:
+            self._grow(self._snap.capacity)
+        out: list[int] = self.versions[slots].tolist()
+        return out
 
 
 class RepeatedFailures:
@@ -141,7 +146,7 @@ class RepeatedFailures:
             self._snap.node_generation,
             self._nominator.version,
             slots,
-            self._slots.of(slots).copy(),
+            self._slots.of(slots),
             processed,
             status,
             message,
@@ -161,7 +166,7 @@ class RepeatedFailures:
             or f.profile != profile
             or f.node_generation != self._snap.node_generation
             or f.nominations != self._nominator.version
-            or not np.array_equal(self._slots.of(f.slots), f.versions)
+            or self._slots.of(f.slots) != f.versions
         ):
             return None
         return f
@@ -171,8 +176,7 @@ class RepeatedFailures:
         for pl, draws in f.offset_draws:
             pl.replay_offsets(draws)
         self.replayed += 1
-        f.versions = self._slots.of(f.slots).copy()
-        f.nominations = self._nominator.version
+        # Nothing it read changed: the replay adds and removes no pod and nominates nobody.
         self._failures[f.pod.uid] = f
 
     def forget(self, uid: str) -> None:
