@@ -54,7 +54,7 @@ JOB_PODS = 10
 BOUTIQUE_REPLICAS = 10
 
 
-def _pod_spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, Any]:
+def pod_spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [
             {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
@@ -63,6 +63,31 @@ def _pod_spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, An
     if restart:
         spec["restartPolicy"] = restart
     return spec
+
+
+def deployment(name: str, replicas: int, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
+
+
+def daemonset(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
 
 
 def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
@@ -75,30 +100,10 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
     jobs = budget * 2 // 3 // JOB_PODS
     bare = budget - jobs * JOB_PODS
     end = hours * 3600
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": f"svc-{i}"},
-            "spec": {
-                "replicas": DEPLOYMENT_REPLICAS,
-                "selector": {"matchLabels": {"app": f"svc-{i}"}},
-                "template": {"metadata": {"labels": {"app": f"svc-{i}"}}, "spec": _pod_spec("500m", "1Gi")},
-            },
-        }
-        for i in range(deployments)
+    objects = [
+        deployment(f"svc-{i}", DEPLOYMENT_REPLICAS, pod_spec("500m", "1Gi")) for i in range(deployments)
     ]
-    objects.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "agent"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "agent"}},
-                "template": {"metadata": {"labels": {"app": "agent"}}, "spec": _pod_spec("100m", "128Mi")},
-            },
-        }
-    )
+    objects.append(daemonset("agent", pod_spec("100m", "128Mi")))
     return {
         "apiVersion": "harmonic.dev/v1alpha1",
         "kind": "Scenario",
@@ -137,7 +142,7 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
                     "spec": {
                         "parallelism": JOB_PODS // 2,
                         "completions": JOB_PODS,
-                        "template": {"spec": _pod_spec("1", "2Gi", "Never")},
+                        "template": {"spec": pod_spec("1", "2Gi", "Never")},
                     },
                 },
             },
@@ -147,7 +152,7 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
                 "rate": bare / (end * 0.9),
                 "count": bare,
                 "duration": {"distribution": "uniform", "min": 60, "max": 1800},
-                "template": {"apiVersion": "v1", "kind": "Pod", "spec": _pod_spec("250m", "512Mi", "Never")},
+                "template": {"apiVersion": "v1", "kind": "Pod", "spec": pod_spec("250m", "512Mi", "Never")},
             },
         ],
         "events": [

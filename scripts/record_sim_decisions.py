@@ -19,24 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harmonic.plugins.registry import default_registry
-from harmonic.sim.placements import record_placements
-from harmonic.sim.run import BUNDLED_SCENARIO
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from simulate import daemonset, deployment, pod_spec  # noqa: E402
+
+from harmonic.plugins.registry import default_registry  # noqa: E402
+from harmonic.sim.placements import record_placements  # noqa: E402
+from harmonic.sim.run import BUNDLED_SCENARIO  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "sim" / "fixtures"
-
-
-def _spec(cpu: str, memory: str, restart: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-        ]
-    }
-    if restart:
-        spec["restartPolicy"] = restart
-    return spec
 
 
 def large_scenario() -> dict[str, Any]:
@@ -44,25 +36,6 @@ def large_scenario() -> dict[str, Any]:
     nodes, a DaemonSet created after it, short-lived pods arriving all along, a node failure and a
     drain. Under bin-packing the Deployment fills nodes before their DaemonSet pods are tried, and those
     are retried on every pod deletion: the retries issue 13 makes cheap."""
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "fill"},
-        "spec": {
-            "replicas": 200,
-            "selector": {"matchLabels": {"app": "fill"}},
-            "template": {"metadata": {"labels": {"app": "fill"}}, "spec": _spec("2", "4Gi")},
-        },
-    }
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "agent"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "agent"}},
-            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": _spec("100m", "128Mi")},
-        },
-    }
     return {
         "apiVersion": "harmonic.dev/v1alpha1",
         "kind": "Scenario",
@@ -82,14 +55,20 @@ def large_scenario() -> dict[str, Any]:
             ]
         },
         "workloads": [
-            {"type": "manifests", "objects": [deployment, daemonset]},
+            {
+                "type": "manifests",
+                "objects": [
+                    deployment("fill", 200, pod_spec("2", "4Gi")),
+                    daemonset("agent", pod_spec("100m", "128Mi")),
+                ],
+            },
             {
                 "type": "arrivals",
                 "name": "task",
                 "rate": 2,
                 "count": 300,
                 "duration": {"distribution": "uniform", "min": 5, "max": 60},
-                "template": {"apiVersion": "v1", "kind": "Pod", "spec": _spec("250m", "512Mi", "Never")},
+                "template": {"apiVersion": "v1", "kind": "Pod", "spec": pod_spec("250m", "512Mi", "Never")},
             },
         ],
         "events": [
