@@ -257,11 +257,11 @@ class InMemoryCluster:
         old = self.pods.get(pod.key)
         if old is None:
             return
-        status = dict(old.get("status") or {})
         cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        if cond in ((old.get("status") or {}).get("conditions") or ()):
+            return  # the same failure again (a pod retried in vain): nothing to store
+        status = dict(old.get("status") or {})
         conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
-        if cond in (status.get("conditions") or ()):
-            return
         conditions.append(cond)
         status["conditions"] = conditions
         # A status-only change: stored without a pod event, as kube-scheduler's own status patch

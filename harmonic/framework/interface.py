@@ -105,10 +105,20 @@ class Plugin:
     """Base of every plugin. ``NAME`` is the name users write in KubeSchedulerConfiguration."""
 
     NAME: ClassVar[str] = ""
+    #: True when the plugin's PreFilter reads only the pod, its Filter only the pod, its PreFilter state
+    #: and the node's row of the snapshot (the node and the pods on it), and its PostFilter, when it
+    #: nominates no node, only those and the nominated pods. A failed attempt that ran only such plugins
+    #: fails again the same way while those rows are unchanged (``harmonic.scheduler.repeat``).
+    NODE_LOCAL: ClassVar[bool] = False
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+
+    @property
+    def node_local(self) -> bool:
+        """``NODE_LOCAL``, or what this instance's args make it."""
+        return self.NODE_LOCAL
 
     @property
     def name(self) -> str:

@@ -94,6 +94,7 @@ ImportanceFn = Callable[[Pod, Pod], bool]
 
 class DefaultPreemption(PostFilterPlugin):
     NAME: ClassVar[str] = "DefaultPreemption"
+    NODE_LOCAL: ClassVar[bool] = True
     Args: ClassVar[type[PluginArgs]] = DefaultPreemptionArgs
 
     def __init__(self, args: Any, handle: Any) -> None:
@@ -106,6 +107,10 @@ class DefaultPreemption(PostFilterPlugin):
         self.more_important_pod: ImportanceFn | None = None
         #: Random starting offset in [0, n) of the dry run (getOffsetRand).
         self.offset_rand: Callable[[int], int] = random.Random(OFFSET_SEED).randrange
+        #: The ``num_nodes`` of every offset drawn by the latest ``post_filter`` call: a scheduler that
+        #: replays a repeated failure instead of re-running it draws them again (``replay_offsets``), so
+        #: the generator's sequence, and every later preemption's starting node, stay the same.
+        self.offset_draws: list[int] = []
         #: Evaluate whole chunks of nodes at once when the filters allow it (see the module docstring).
         self.batch_dry_run = True
 
@@ -113,6 +118,7 @@ class DefaultPreemption(PostFilterPlugin):
     def post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
+        self.offset_draws = []
         result, st = self.evaluator.preempt(state, pod, diagnosis)
         if st is not None and st.message:
             return result, Status(st.code, f"preemption: {st.message}")
@@ -125,7 +131,13 @@ class DefaultPreemption(PostFilterPlugin):
         return min(max(n, a.min_candidate_nodes_absolute), num_nodes)
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        self.offset_draws.append(num_nodes)
         return self.offset_rand(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def replay_offsets(self, draws: Sequence[int]) -> None:
+        """Draw the offsets a replayed ``post_filter`` call drew (see ``offset_draws``)."""
+        for n in draws:
+            self.offset_rand(n)
 
     def ordered_score_funcs(self, candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
         return []

@@ -140,6 +140,11 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
                 self._model = self._own_model
         return self._model
 
+    @property
+    def node_local(self) -> bool:
+        # Without a hard cap the filter passes every node, reading nothing.
+        return self.cfg.latency_critical_max_slowdown is None
+
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         limit = self.cfg.latency_critical_max_slowdown

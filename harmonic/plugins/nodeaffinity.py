@@ -162,6 +162,7 @@ def _node_matches_pod(info: _PodAffinity, node: Node) -> bool:
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = NAME
+    NODE_LOCAL: ClassVar[bool] = True
     Args: ClassVar[type[PluginArgs]] = NodeAffinityArgs
 
     def __init__(self, args: Any, handle: Any) -> None:

@@ -24,6 +24,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     NAME: ClassVar[str] = "NodeName"
+    NODE_LOCAL: ClassVar[bool] = True
 
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         if not pod.node_name:

@@ -92,6 +92,7 @@ def fits_ports(want: Sequence[HostPort], used: Sequence[HostPort]) -> bool:
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = NAME
+    NODE_LOCAL: ClassVar[bool] = True
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

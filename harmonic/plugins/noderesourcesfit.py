@@ -208,6 +208,7 @@ def scalar_requests(requests: dict[str, int]) -> list[str]:
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "NodeResourcesFit"
+    NODE_LOCAL: ClassVar[bool] = True
     Args: ClassVar[type[PluginArgs]] = NodeResourcesFitArgs
 
     def __init__(self, args: Any, handle: Any) -> None:

@@ -27,6 +27,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", NO_SCHEDULE)
 
 class NodeUnschedulable(FilterPlugin):
     NAME: ClassVar[str] = "NodeUnschedulable"
+    NODE_LOCAL: ClassVar[bool] = True
 
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         bad = snap.unschedulable[slots]

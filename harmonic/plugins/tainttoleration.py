@@ -48,6 +48,7 @@ def _per_taint_set(
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "TaintToleration"
+    NODE_LOCAL: ClassVar[bool] = True
 
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         if len(snap.taint_sets) == 1:  # no node has taints

@@ -123,6 +123,7 @@ class SchedulingQueue:
                     regs.append((e.event, plugin, e.hint))
                     self._plugin_events.setdefault(plugin, []).append(e.event)
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
+        self._matches: dict[tuple[str, ClusterEvent], list[tuple[str, QueueingHintFn | None]]] = {}
         self._use_key = type(sort).sort_key is not QueueSortPlugin.sort_key
         self._active: list[Any] = []
         self._active_entry: dict[str, Any] = {}
@@ -463,12 +464,12 @@ class SchedulingQueue:
             if new is not None and not (isinstance(new, Pod) and new.uid == qp.pod.uid):
                 return Strategy.SKIP
             return Strategy.AFTER_BACKOFF
-        regs = self._registrations.get(qp.pod.scheduler_name)
+        regs = self._matching(qp.pod.scheduler_name, event)
         if regs is None:
             return Strategy.AFTER_BACKOFF
         strategy = Strategy.SKIP
-        for registered, plugin, hint in regs:
-            if plugin not in rejectors or not registered.matches(event):
+        for plugin, hint in regs:
+            if plugin not in rejectors:
                 continue
             if hint is not None:
                 try:
@@ -482,6 +483,20 @@ class SchedulingQueue:
                 return Strategy.AFTER_BACKOFF
             strategy = Strategy.AFTER_BACKOFF
         return strategy
+
+    def _matching(self, profile: str, event: ClusterEvent) -> list[tuple[str, QueueingHintFn | None]] | None:
+        """The profile's registrations that match ``event`` (plugin, hint), in registration order; None
+        for an unknown profile. Matching depends on the event alone, so it is worked out once per event."""
+        key = (profile, event)
+        hit = self._matches.get(key)
+        if hit is None:
+            regs = self._registrations.get(profile)
+            if regs is None:
+                return None
+            hit = self._matches[key] = [
+                (plugin, hint) for registered, plugin, hint in regs if registered.matches(event)
+            ]
+        return hit
 
     def _interested(self, event: ClusterEvent) -> frozenset[str]:
         """Plugins (in any profile) that registered an event matching ``event``."""

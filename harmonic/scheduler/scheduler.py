@@ -65,6 +65,7 @@ from harmonic.scheduler.nominator import Nominator
 from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
 from harmonic.scheduler.podlister import PodLister
 from harmonic.scheduler.queue import SchedulingQueue
+from harmonic.scheduler.repeat import RepeatedFailures
 from harmonic.scheduler.waiting import WaitingPod
 
 log = logging.getLogger(__name__)
@@ -286,6 +287,12 @@ class Scheduler:
         self.decisions: DecisionLog | None = None
         #: The trace of the cycle running now, when recording.
         self._trace: DecisionTrace | None = None
+        #: Failed attempts that the next attempt may replay (none when extension points are recorded:
+        #: a replay runs no plugin).
+        self.repeats = RepeatedFailures(self.cache.snapshot, self.nominator) if recorder is None else None
+        #: The nodes the current cycle evaluated and how many it processed, when its failure may be
+        #: replayed (set by ``_schedule_pod``, consumed by ``_fail``).
+        self._replayable: tuple[np.ndarray, int] | None = None
 
     # ================================================================== inputs
     def post(self, fn: Callable[[], None]) -> None:
@@ -414,6 +421,8 @@ class Scheduler:
     def _handle_pod_delete(self, raw: Mapping[str, Any], pod: Pod | None = None) -> None:
         uid = _raw_uid(raw)
         self.pods.remove(uid)
+        if self.repeats is not None:
+            self.repeats.forget(uid)
         cached = self.cache.pod(uid)
         if cached is not None and self.cache.is_assumed(uid):
             self._handle_assumed_pod_deletion(cached)
@@ -524,6 +533,22 @@ class Scheduler:
             self.queue.done(pod.uid)
             return ScheduleResult(pod, None, None, message="skipped: pod is being deleted or already assumed")
         start = time.perf_counter()
+        past = (
+            self.repeats.recall(pod, fw.name) if self.repeats is not None and self.decisions is None else None
+        )
+        if past is not None:
+            self.next_start_node_index = (self.next_start_node_index + past.processed) % len(
+                self.cache.snapshot.order
+            )
+            qp.unschedulable_plugins = set(past.unschedulable_plugins)
+            qp.pending_plugins = set(past.pending_plugins)
+            result = self._failed(fw, qp, past.status, past.message, past.nominated, start)
+            assert self.repeats is not None
+            self.repeats.replayed_again(past)
+            if self.results is not None:
+                self.results(result)
+            return result
+        self._replayable = None
         state = CycleState(self.queue.scheduling_cycle)
         if self.decisions is not None:
             self._trace = DecisionTrace(
@@ -654,6 +679,12 @@ class Scheduler:
         if st is not None:
             return None, st, None
         if len(feasible) == 0:
+            if (
+                self.repeats is not None
+                and not pod.nominated_node_name
+                and self.repeats.replayable(fw, state)
+            ):
+                self._replayable = (candidates, processed)
             return None, Status(Code.UNSCHEDULABLE), diagnosis
         if len(feasible) == 1:
             return self._fit(int(feasible[0]), processed, 1), None, None
@@ -770,9 +801,12 @@ class Scheduler:
         pod = qp.pod
         # What to do with the pod's nominated node: None keeps it, "" clears it, a name nominates.
         nominated: str | None = ""
+        # Did PostFilter conclude that no node can be made room on (then it read only node rows)?
+        nothing_to_preempt = not fw.post_filter_plugins
         if diagnosis is not None:
             if post_filter and fw.post_filter_plugins:
                 post, pst = fw.run_post_filter(state, pod, diagnosis)
+                nothing_to_preempt = post is not None and post.nominated_node_name == ""
                 diagnosis.post_filter_msg = pst.message if pst is not None else ""
                 nominated = post.nominated_node_name if post is not None else None
                 if self._trace is not None:
@@ -784,6 +818,42 @@ class Scheduler:
             message = status.message
             qp.unschedulable_plugins = set()
             qp.pending_plugins = set()
+        result = self._failed(fw, qp, status, message, nominated, start)
+        replayable, self._replayable = self._replayable, None
+        if (
+            replayable is not None
+            and self.repeats is not None
+            and diagnosis is not None
+            and post_filter
+            and nothing_to_preempt
+            and self.queue.has(pod.uid)
+        ):
+            slots, processed = replayable
+            self.repeats.remember(
+                fw,
+                pod,
+                slots,
+                processed,
+                status,
+                message,
+                qp.unschedulable_plugins,
+                qp.pending_plugins,
+                nominated,
+            )
+        return result
+
+    def _failed(
+        self,
+        fw: Framework,
+        qp: QueuedPodInfo,
+        status: Status,
+        message: str,
+        nominated: str | None,
+        start: float,
+    ) -> ScheduleResult:
+        """The rest of handleSchedulingFailure once the outcome is known (or replayed): report the
+        failure, requeue the pod unless it is gone, record its nomination."""
+        pod = qp.pod
         if status.is_rejected:
             reason, result = REASON_UNSCHEDULABLE, "unschedulable"
         else:
