@@ -41,7 +41,8 @@ def test_every_bind_is_the_recorded_one(name: str) -> None:
     replayed: dict[str, int] = {}
     got = record_placements(fixture["scenario"], default_registry(), BUNDLED_SCENARIO.parent, replayed)
     want = fixture["placements"]
-    assert sorted(got) == sorted(want)
+    # Profiles bundled after the recording (load-aware) have no "before" to compare with.
+    assert set(want) <= set(got)
     for profile, binds in want.items():
         assert got[profile] == binds, f"{name}/{profile}: {_first_difference(binds, got[profile])}"
     if name == "large":
