@@ -34,6 +34,7 @@ from harmonic.signals.feedback.prometheus import (
     spec_from_annotations,
 )
 from harmonic.signals.metrics import FEEDBACK_LEARNED, FEEDBACK_LEARNED_SD, FEEDBACK_OBSERVATIONS
+from harmonic.signals.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,8 @@ class FeedbackService:
         self.interval = interval
         self._on_state = on_state
         self._clock = clock or time.time
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Rounds wait a full interval first: the first reports need time to arrive.
+        self._refresher = Periodic("feedback", self.round, interval, wait_first=True)
         self.rounds = 0
         self.no_signal = 0
         self.advisor = MoveAdvisor()
@@ -146,20 +147,10 @@ class FeedbackService:
 
     # ------------------------------------------------------------------ thread
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="feedback", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.round()
-            except Exception:  # the loop must never stop scheduling; the next round tries again
-                log.exception("feedback round failed")
+        self._refresher.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._refresher.stop(timeout=10)
 
 
 def _queries(view: PlacementView) -> dict[str, tuple[str, set[str]]]:

@@ -8,11 +8,11 @@ refresh does the I/O, on a background thread for live clusters or driven by the 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 
 from harmonic.signals.graph import AffinityGraph, GraphView
+from harmonic.signals.periodic import Periodic
 from harmonic.signals.telemetry import Reading, TelemetrySource
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,7 @@ class GraphService:
         self.refresh_seconds = refresh_seconds
         self.last_refresh: float | None = None
         self.last_readings: list[Reading] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Periodic("affinity-graph", lambda: self.refresh(time.monotonic()), refresh_seconds)
 
     @property
     def view(self) -> GraphView:
@@ -50,22 +49,7 @@ class GraphService:
 
     def start(self) -> None:
         """Refresh on a daemon thread every ``refresh_seconds`` until ``stop``."""
-        if self._thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.refresh(time.monotonic())
-                except Exception:  # a source bug must not kill the refresher; the graph keeps its last view
-                    log.exception("affinity graph refresh failed")
-                self._stop.wait(self.refresh_seconds)
-
-        self._thread = threading.Thread(target=loop, name="affinity-graph", daemon=True)
-        self._thread.start()
+        self._refresher.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._refresher.stop()

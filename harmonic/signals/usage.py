@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ from prometheus_client import Counter
 from harmonic.signals.forecast import Forecast, holt_winters
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.metrics import REGISTRY, TELEMETRY_FAILURES, TELEMETRY_UP
+from harmonic.signals.periodic import Periodic
 from harmonic.signals.prometheus import instant_query
 
 log = logging.getLogger(__name__)
@@ -284,8 +284,7 @@ class UsageModel:
         #: Forecasts made for the next step, to score them against what came (MAPE).
         self.pending_check: dict[WorkloadKey, float] = {}
         self.errors: list[float] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Periodic("usage-model", lambda: self.refresh(time.monotonic()), refresh_seconds)
 
     @property
     def view(self) -> UsageView:
@@ -358,22 +357,7 @@ class UsageModel:
         return float(np.mean(self.errors)) if self.errors else None
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.refresh(time.monotonic())
-                except Exception:  # keep the last view; a source bug must not stop the refresher
-                    log.exception("usage refresh failed")
-                self._stop.wait(self.refresh_seconds)
-
-        self._thread = threading.Thread(target=loop, name="usage-model", daemon=True)
-        self._thread.start()
+        self._refresher.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._refresher.stop()
