@@ -128,7 +128,6 @@ class EventRecorder:
         self.retry_sleep = retry_sleep
         self.clock = clock
         self.dropped = 0
-        self.written = 0
         self._queue: queue.Queue[_Queued | None] = queue.Queue(MAX_QUEUED)
         self._cache: dict[tuple[Any, ...], _Recorded] = {}
         self._lock = threading.Lock()
@@ -301,7 +300,6 @@ class EventRecorder:
         for attempt in range(MAX_TRIES):
             try:
                 call()
-                self.written += 1
                 return
             except ApiStatusError as e:
                 if e.code == 404 and fallback is not None:

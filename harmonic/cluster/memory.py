@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,10 +135,6 @@ class InMemoryCluster:
         self.pods[_key(pod)] = pod
         self._emit_pod(None, pod)
         return pod
-
-    def create_pods(self, raws: Iterable[Obj]) -> None:
-        for r in raws:
-            self.create_pod(r)
 
     def update_pod(self, raw: Obj) -> Obj:
         key = _key(raw)

@@ -96,7 +96,6 @@ class PodGroupStatusWriter:
         self._now = now
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="podgroup-status", daemon=True)
-        self.written = 0
         self.failed = 0
 
     def start(self) -> None:
@@ -141,7 +140,6 @@ class PodGroupStatusWriter:
             self.failed += 1
             log.warning("writing status of PodGroup %s/%s failed: %s", namespace, name, e)
             return False
-        self.written += 1
         return True
 
     def _work(self) -> None:

@@ -23,7 +23,6 @@ from typing import Any
 import msgspec
 
 MAX_EXTENDER_PRIORITY = 10
-MIN_EXTENDER_PRIORITY = 0
 
 
 class WireError(ValueError):

@@ -177,12 +177,6 @@ class WhatIf:
         ok, _ = self.feasible(pod, np.asarray([slot], dtype=np.int64))
         return len(ok) == 1
 
-    def fits_anywhere_else(self, pod: Pod, node: str) -> bool:
-        """Whether the pod's replacement passes the filters on some node other than ``node``."""
-        ok, _ = self.feasible(replacement(pod))
-        names = self.snapshot.names()
-        return any(names[s] != node for s in ok.tolist())
-
     def scores(self, pod: Pod, slots: np.ndarray, state: CycleState) -> np.ndarray:
         fw, snap = self.framework, self.snapshot
         st = fw.run_pre_score(state, pod, snap, slots)
