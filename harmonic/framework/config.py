@@ -148,6 +148,67 @@ class KubeSchedulerConfigurationV1(_V1):
     delay_cache_until_active: bool = False
 
 
+#: Upstream fields Harmonic accepts, so that an existing file loads, but does not act on: camelCase path,
+#: how to read it from the parsed document, upstream's default, and why it has no effect. A value other
+#: than the default is a warning naming the field (``SchedulerConfiguration.warnings``).
+IGNORED_FIELDS: tuple[tuple[str, Callable[[KubeSchedulerConfigurationV1], object], object, str], ...] = (
+    (
+        "parallelism",
+        lambda d: d.parallelism,
+        16,
+        "Filter and Score run over all nodes at once as numpy arrays, not on a pool of goroutines",
+    ),
+    (
+        "clientConnection.contentType",
+        lambda d: d.client_connection.content_type,
+        "application/vnd.kubernetes.protobuf",
+        "Harmonic always sends JSON",
+    ),
+    (
+        "clientConnection.acceptContentTypes",
+        lambda d: d.client_connection.accept_content_types,
+        "",
+        "Harmonic always asks for JSON",
+    ),
+    (
+        "healthzBindAddress",
+        lambda d: d.healthz_bind_address,
+        None,
+        "deprecated upstream; Harmonic serves /healthz where --bind-address and --metrics-port say",
+    ),
+    (
+        "metricsBindAddress",
+        lambda d: d.metrics_bind_address,
+        None,
+        "deprecated upstream; Harmonic serves /metrics where --bind-address and --metrics-port say",
+    ),
+    ("enableProfiling", lambda d: d.enable_profiling, True, "Harmonic serves no profiling endpoint"),
+    (
+        "enableContentionProfiling",
+        lambda d: d.enable_contention_profiling,
+        True,
+        "Harmonic serves no profiling endpoint",
+    ),
+    (
+        "delayCacheUntilActive",
+        lambda d: d.delay_cache_until_active,
+        False,
+        "Harmonic's informers always fill the cache before the lease is taken, so a standby replica "
+        "is ready to schedule at once",
+    ),
+)
+
+
+def ignored_field_warnings(source: str, doc: KubeSchedulerConfigurationV1) -> list[str]:
+    """One warning per field of ``IGNORED_FIELDS`` set to something other than upstream's default."""
+    out = []
+    for path, read, default, why in IGNORED_FIELDS:
+        value = read(doc)
+        if value != default:
+            out.append(f"{source}: {path}: {value!r} is ignored ({why})")
+    return out
+
+
 # --------------------------------------------------------------------------- resolved form
 @dataclass(frozen=True)
 class LeaderElection:
@@ -198,7 +259,6 @@ class SchedulerConfiguration:
     percentage_of_nodes_to_score: int
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
-    parallelism: int
     leader_election: LeaderElection
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     source: str = "<default>"
@@ -502,7 +562,7 @@ def load_config(
         )
     leader = _leader_election(source, doc.leader_election)
 
-    warnings: list[str] = []
+    warnings = ignored_field_warnings(source, doc)
     raw_profiles = doc.profiles if doc.profiles else [ProfileV1()]
     if len(raw_profiles) == 1 and raw_profiles[0].scheduler_name is None:
         raw_profiles = [raw_profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})]
@@ -531,7 +591,6 @@ def load_config(
         percentage_of_nodes_to_score=doc.percentage_of_nodes_to_score or 0,
         pod_initial_backoff_seconds=float(doc.pod_initial_backoff_seconds),
         pod_max_backoff_seconds=float(doc.pod_max_backoff_seconds),
-        parallelism=doc.parallelism,
         leader_election=leader,
         client_connection=ClientConnection(
             kubeconfig=doc.client_connection.kubeconfig,
