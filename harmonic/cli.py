@@ -475,6 +475,7 @@ def run(
     from harmonic.cluster.kube import LiveScheduler, tune_process
     from harmonic.framework.decisions import DecisionLog
     from harmonic.framework.decisions import endpoint as decisions_endpoint
+    from harmonic.framework.services import MissingServiceError
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.metrics import exposition as signals_exposition
 
@@ -496,7 +497,11 @@ def run(
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
     tune_process()
-    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    try:
+        live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=graphs)
+    except MissingServiceError as e:
+        click.echo(f"error: {config_path}: {e}", err=True)
+        sys.exit(1)
     routes: dict[str, Route] = {}
     if decisions_buffer:
         decisions = live.scheduler.decisions = DecisionLog(decisions_buffer)

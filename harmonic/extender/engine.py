@@ -65,6 +65,7 @@ from harmonic.framework.decisions import (
 from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, PluginsRunner
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
+from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.clock import RealClock
@@ -115,7 +116,7 @@ class _NoClient:
         return Status(Code.ERROR, self._MSG)
 
 
-class _Handle:
+class _Handle(ServiceAccess):
     """framework.Handle for the extender's profiles."""
 
     def __init__(self, ext: Extender, profile: str) -> None:
@@ -145,8 +146,8 @@ class _Handle:
     def waiting_pod(self, uid: str) -> Any:
         return None
 
-    def service(self, name: str) -> Any:
-        return self._ext.services[name]
+    def service_map(self) -> Mapping[str, Any]:
+        return self._ext.services
 
 
 class _RequestNodes:

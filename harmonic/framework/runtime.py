@@ -38,6 +38,7 @@ from harmonic.framework.interface import (
     ScorePlugin,
 )
 from harmonic.framework.registry import Registry
+from harmonic.framework.services import NOMINATOR, check_needs
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -176,8 +177,13 @@ class Framework:
         self.name = profile.scheduler_name
         self.handle = handle
         self.plugins: dict[str, Plugin] = {}
-        for name in profile.plugin_names:
-            cls = profile.plugin_classes.get(name) or registry[name]
+        classes = {name: profile.plugin_classes.get(name) or registry[name] for name in profile.plugin_names}
+        check_needs(
+            self.name,
+            ((name, cls.needs(profile.args[name])) for name, cls in classes.items()),
+            handle.service_map(),
+        )
+        for name, cls in classes.items():
             self.plugins[name] = cls(profile.args[name], handle)
 
         def at(point: str, kind: type[P]) -> list[P]:
@@ -497,11 +503,7 @@ class Framework:
         return FilterOutcome(slots, codes, plugin_ids, reason_ids, table, self.filter_names)
 
     def _nominator(self) -> PodNominator | None:
-        try:
-            nominator: PodNominator = self.handle.service("nominator")
-        except KeyError:
-            return None
-        return nominator
+        return self.handle.optional_service(NOMINATOR)
 
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis

@@ -48,6 +48,7 @@ from harmonic.framework.preemption import (
     filter_pods_with_pdb_violation,
     importance_key,
 )
+from harmonic.framework.services import PREEMPTION_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -95,6 +96,7 @@ ImportanceFn = Callable[[Pod, Pod], bool]
 class DefaultPreemption(PostFilterPlugin):
     NAME: ClassVar[str] = "DefaultPreemption"
     Args: ClassVar[type[PluginArgs]] = DefaultPreemptionArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = PREEMPTION_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -70,6 +70,7 @@ from harmonic.framework.interface import (
     ScorePlugin,
 )
 from harmonic.framework.nodemasks import requirement_mask
+from harmonic.framework.services import VOLUME_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -270,6 +271,7 @@ def _newer(a: str, b: str) -> bool:
 # =========================================================================== plugin
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin):
     NAME: ClassVar[str] = "VolumeBinding"
+    NEEDS: ClassVar[tuple[Need, ...]] = VOLUME_NEEDS
     Args: ClassVar[type[PluginArgs]] = VolumeBindingArgs
 
     def __init__(self, args: Any, handle: Any) -> None:

@@ -20,6 +20,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
+from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -49,7 +50,7 @@ class _FixedClock:
         return self._now
 
 
-class _Handle:
+class _Handle(ServiceAccess):
     def __init__(self, w: WhatIf, profile: str) -> None:
         self._w = w
         self._profile = profile
@@ -77,8 +78,8 @@ class _Handle:
     def waiting_pod(self, uid: str) -> Any:
         return None
 
-    def service(self, name: str) -> Any:
-        return self._w.services[name]
+    def service_map(self) -> Mapping[str, Any]:
+        return self._w.services
 
 
 def replacement(pod: Pod) -> Pod:

@@ -56,6 +56,7 @@ from harmonic.framework.events import (
 from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import ExtensionPointRecorder, Framework
+from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache, CacheError
@@ -184,7 +185,7 @@ class _Fit:
     feasible: int
 
 
-class _ProfileHandle:
+class _ProfileHandle(ServiceAccess):
     """The framework.Handle a profile's plugins receive."""
 
     def __init__(self, sched: Scheduler, profile_name: str) -> None:
@@ -218,8 +219,8 @@ class _ProfileHandle:
         """Every pod waiting at Permit (IterateOverWaitingPods)."""
         return list(self._sched.waiting_pods.values())
 
-    def service(self, name: str) -> Any:
-        return self._sched.services[name]
+    def service_map(self) -> Mapping[str, Any]:
+        return self._sched.services
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self._sched.queue.activate(pods)
