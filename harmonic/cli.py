@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +17,9 @@ from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
+    from harmonic.extender.server import ExtenderServer
     from harmonic.signals.service import GraphService
 
 log = logging.getLogger(__name__)
@@ -731,16 +734,36 @@ def extender(
     extender".
     """
 
-    from harmonic.cluster.services import uses_batch_plugins
-    from harmonic.extender.engine import Extender
-    from harmonic.extender.live import LiveCluster
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
-    from harmonic.plugins.registry import default_registry
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    ext, live, graphs = _extender_setup(config_path, profile, kubeconfig, context, decisions_buffer)
+    token = _read_token(token_file)
+    _configure_server_logs(log_format)
+    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
+    app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
+    try:
+        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls)
+    except OSError as e:
+        click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
+        sys.exit(1)
+    url = f"{server.url}{'/' + prefix.strip('/') if prefix.strip('/') else ''}"
+    _extender_run(server, live, graphs, url)
+
+
+def _extender_setup(
+    config_path: str | None, profile: str | None, kubeconfig: str | None, context: str | None, decisions: int
+) -> tuple[Extender, LiveCluster | None, dict[str, GraphService]]:
+    """Setup, as kube-scheduler's app.Setup: the configuration, the cluster cache when there is cluster
+    access, the graph services, and the extender over them; a bad configuration exits 1 with one line."""
+    from harmonic.cluster.services import uses_batch_plugins
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
+    from harmonic.plugins.registry import default_registry
+
     try:
         cfg = _load(config_path)
     except ConfigError as e:
@@ -761,20 +784,17 @@ def extender(
     except ValueError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
-    if decisions_buffer:
+    if decisions:
         from harmonic.framework.decisions import DecisionLog
 
-        ext.decisions = DecisionLog(decisions_buffer)
-    token = _read_token(token_file)
-    _configure_server_logs(log_format)
-    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
-    app = ExtenderApp(ext, ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token))
-    try:
-        server = ExtenderServer(app, bind=bind_address, port=port, tls=tls)
-    except OSError as e:
-        click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
-        sys.exit(1)
-    url = f"{server.url}{'/' + prefix.strip('/') if prefix.strip('/') else ''}"
+        ext.decisions = DecisionLog(decisions)
+    return ext, live, graphs
+
+
+def _extender_run(
+    server: ExtenderServer, live: LiveCluster | None, graphs: Mapping[str, GraphService], url: str
+) -> None:
+    """Run, as kube-scheduler's app.Run: start the cache and the graph services, serve until stopped."""
     if live is None:
         log.warning(
             "no cluster configuration (--kubeconfig, clientConnection.kubeconfig, in-cluster service "
