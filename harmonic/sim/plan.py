@@ -352,6 +352,19 @@ class _Builder:
             self.create(obj, t, w.lifetime, f"workloads[{i}]")
 
     def _alibaba(self, i: int, w: AlibabaTraceWorkload) -> None:
+        """Alibaba cluster-trace-v2018: batch_task rows become Jobs, container_meta rows ReplicaSets
+        scaled as containers of the same shape appear."""
+        tasks, containers = self._read_alibaba(i, w)
+        times = [t.start for t in tasks] + [c.time for c in containers]
+        if not times:
+            return
+        t0 = w.trace_start if w.trace_start is not None else min(times)
+        t_end = w.trace_end if w.trace_end is not None else math.inf
+        origin = f"workloads[{i}]"
+        self._alibaba_tasks(w, tasks, t0, t_end, origin)
+        self._alibaba_containers(w, containers, t0, t_end, origin)
+
+    def _read_alibaba(self, i: int, w: AlibabaTraceWorkload) -> tuple[list[tr.BatchTask], list[tr.Container]]:
         mem100 = tr.memory_quantity(w.memory_at100, self.source, f"workloads[{i}].memoryAt100")
         tasks: list[tr.BatchTask] = []
         containers: list[tr.Container] = []
@@ -367,12 +380,12 @@ class _Builder:
                 tasks = rows  # type: ignore[assignment]
             else:
                 containers = rows  # type: ignore[assignment]
-        times = [t.start for t in tasks] + [c.time for c in containers]
-        if not times:
-            return
-        t0 = w.trace_start if w.trace_start is not None else min(times)
-        t_end = w.trace_end if w.trace_end is not None else math.inf
-        origin = f"workloads[{i}]"
+        return tasks, containers
+
+    def _alibaba_tasks(
+        self, w: AlibabaTraceWorkload, tasks: list[tr.BatchTask], t0: float, t_end: float, origin: str
+    ) -> None:
+        """Each batch task in the window: a Job of ``instances`` pods running for the task's duration."""
         for task in tasks:
             if task.start < t0 or task.start >= t_end:
                 self.skipped["batch_task: outside traceStart..traceEnd"] += 1
@@ -411,6 +424,12 @@ class _Builder:
             )
             assert obj is not None
             self.create(obj, task.start - t0, None, origin)
+
+    def _alibaba_containers(
+        self, w: AlibabaTraceWorkload, containers: list[tr.Container], t0: float, t_end: float, origin: str
+    ) -> None:
+        """Online containers in the window: one ReplicaSet per (app_du, shape), scaled up by each further
+        container of that shape."""
         groups: dict[tuple[str, int, int], int] = {}
         names: dict[tuple[str, int, int], str] = {}
         per_app: Counter[str] = Counter()
