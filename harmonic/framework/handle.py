@@ -30,6 +30,7 @@ class ProfileHandle(ServiceAccess):
         runner: Callable[[], PluginsRunner],
         services: Mapping[str, Any],
         waiting_pod: Callable[[str], Any] = lambda uid: None,
+        waiting_pods: Callable[[], list[Any]] = list,
         activate: Callable[[Iterable[Pod]], None] = lambda pods: None,
     ) -> None:
         self._profile = profile_name
@@ -39,6 +40,7 @@ class ProfileHandle(ServiceAccess):
         self._runner = runner
         self._services = services
         self._waiting_pod = waiting_pod
+        self._waiting_pods = waiting_pods
         self._activate = activate
 
     @property
@@ -65,6 +67,10 @@ class ProfileHandle(ServiceAccess):
     def waiting_pod(self, uid: str) -> Any:
         """The pod waiting at Permit with this uid (``WaitingPod``), or None."""
         return self._waiting_pod(uid)
+
+    def waiting_pods(self) -> list[Any]:
+        """Every pod waiting at Permit (IterateOverWaitingPods); none where nothing waits (the extender)."""
+        return self._waiting_pods()
 
     def activate(self, pods: Iterable[Pod]) -> None:
         """Move these pods from the unschedulable pool or backoff to the active queue (Activate); a

@@ -196,6 +196,7 @@ class Scheduler:
             runner=lambda: self.frameworks[profile],
             services=self.services,
             waiting_pod=self.waiting_pods.get,
+            waiting_pods=lambda: list(self.waiting_pods.values()),
             activate=lambda pods: self.queue.activate(pods),
         )
 
