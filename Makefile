@@ -4,12 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: simulate test test-deps lint setup clean wasm-guests
+.PHONY: simulate test test-deps lint setup clean wasm-guests lock
 
-$(BIN)/.installed: pyproject.toml
+# pyproject.toml gives compatible ranges; requirements.lock pins the exact versions installed here (and
+# so in CI, which runs `make test`) and in the Docker image.
+$(BIN)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,rescheduler]'
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev,rescheduler]'
 	touch $@
 
 setup: $(BIN)/.installed
@@ -31,6 +33,13 @@ test-deps:
 
 test: lint test-deps
 	$(BIN)/pytest -n 2
+
+# Re-pin requirements.lock to what the ranges resolve to today (in a throwaway environment).
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet '.[dev,rescheduler]'
+	{ sed -n '1,2p' requirements.lock; .lock-venv/bin/pip freeze --exclude-editable | grep -v '^harmonic' | LC_ALL=C sort -f; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock && rm -rf .lock-venv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -13,12 +13,15 @@ import click
 
 from harmonic import __version__
 from harmonic.feedback import MODEL_PATH
-from harmonic.feedback.cli import feedback_options, live_feedback, model
+from harmonic.feedback.cli import LiveFeedback, feedback_options, live_feedback, model
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
+    from harmonic.extender.server import ExtenderServer
     from harmonic.signals.service import GraphService
 
 log = logging.getLogger(__name__)
@@ -500,6 +503,7 @@ def run(
     from harmonic.cluster.kube import LiveScheduler, tune_process
     from harmonic.framework.decisions import DecisionLog
     from harmonic.framework.decisions import endpoint as decisions_endpoint
+    from harmonic.framework.services import MissingServiceError
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
     from harmonic.signals.feedback.placement import PlacementView
@@ -526,7 +530,11 @@ def run(
     tune_process()
     fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
     services: dict[str, Any] = {**graphs, **usage, **(fb.services if fb else {})}
-    live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)
+    try:
+        live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)
+    except MissingServiceError as e:
+        click.echo(f"error: {config_path}: {e}", err=True)
+        sys.exit(1)
     routes: dict[str, Route] = {}
     post_routes: dict[str, PostRoute] = {}
     if decisions_buffer:
@@ -787,41 +795,21 @@ def extender(
     extender".
     """
 
-    from harmonic.cluster.services import uses_batch_plugins
-    from harmonic.extender.engine import Extender
-    from harmonic.extender.live import LiveCluster
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings
-    from harmonic.plugins.registry import default_registry
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
-    try:
-        cfg = _load(config_path)
-    except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    graphs = _graph_services(cfg)
-    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
-    live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
-    fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
-    try:
-        ext = Extender(
-            cfg,
-            default_registry(),
-            profile=profile,
-            cache=live.cache if live else None,
-            client=live.client if live else None,
-            services={**(live.services if live else {}), **graphs, **(fb.services if fb else {})},
-        )
-    except ValueError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    if decisions_buffer:
-        from harmonic.framework.decisions import DecisionLog
-
-        ext.decisions = DecisionLog(decisions_buffer)
+    fb_token = _read_token(feedback_token_file)
+    ext, live, graphs, fb = _extender_setup(
+        config_path,
+        profile,
+        kubeconfig,
+        context,
+        decisions_buffer,
+        (fb_token, feedback_prometheus, feedback_interval),
+    )
     token = _read_token(token_file)
     _configure_server_logs(log_format)
     tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
@@ -837,6 +825,62 @@ def extender(
         click.echo(f"error: cannot listen on {bind_address}:{port}: {e.strerror}", err=True)
         sys.exit(1)
     url = f"{server.url}{'/' + prefix.strip('/') if prefix.strip('/') else ''}"
+    _extender_run(server, ext, live, graphs, fb, url)
+
+
+def _extender_setup(
+    config_path: str | None,
+    profile: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    decisions: int,
+    feedback: tuple[str | None, str | None, float],
+) -> tuple[Extender, LiveCluster | None, dict[str, GraphService], LiveFeedback | None]:
+    """Setup, as kube-scheduler's app.Setup: the configuration, the cluster cache when there is cluster
+    access, the graph services, and the extender over them; a bad configuration exits 1 with one line."""
+    from harmonic.cluster.services import uses_batch_plugins
+    from harmonic.extender.engine import Extender
+    from harmonic.extender.live import LiveCluster
+    from harmonic.plugins.registry import default_registry
+
+    try:
+        cfg = _load(config_path)
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    graphs = _graph_services(cfg)
+    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
+    live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
+    fb = live_feedback(cfg, *feedback)
+    try:
+        ext = Extender(
+            cfg,
+            default_registry(),
+            profile=profile,
+            cache=live.cache if live else None,
+            client=live.client if live else None,
+            services={**(live.services if live else {}), **graphs, **(fb.services if fb else {})},
+        )
+    except ValueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if decisions:
+        from harmonic.framework.decisions import DecisionLog
+
+        ext.decisions = DecisionLog(decisions)
+    return ext, live, graphs, fb
+
+
+def _extender_run(
+    server: ExtenderServer,
+    ext: Extender,
+    live: LiveCluster | None,
+    graphs: Mapping[str, GraphService],
+    fb: LiveFeedback | None,
+    url: str,
+) -> None:
+    """Run, as kube-scheduler's app.Run: start the cache, the graph services and the feedback loop,
+    serve until stopped."""
     if live is None:
         log.warning(
             "no cluster configuration (--kubeconfig, clientConnection.kubeconfig, in-cluster service "

@@ -51,6 +51,7 @@ from harmonic.framework.interface import (
 )
 from harmonic.framework.registry import Registry, args_model
 from harmonic.framework.runtime import Framework
+from harmonic.framework.services import NAMESPACES, NOMINATOR, PDBS, ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.volumes import VOLUMES_SERVICE, InMemoryVolumes
@@ -75,7 +76,7 @@ class _NullClient:
         return None
 
 
-class _Handle:
+class _Handle(ServiceAccess):
     def __init__(self, snapshot: Snapshot, services: Mapping[str, Any]) -> None:
         self._snapshot = snapshot
         self._client = _NullClient()
@@ -108,8 +109,8 @@ class _Handle:
     def waiting_pod(self, uid: str) -> Any:
         return None
 
-    def service(self, name: str) -> Any:
-        return self._services[name]
+    def service_map(self) -> Mapping[str, Any]:
+        return self._services
 
 
 def build(
@@ -150,7 +151,7 @@ def build(
     services = dict(case.get("services") or {})
     if case.get("namespaces") is not None:
         # Namespace name -> labels, as upstream's namespace informer holds them (namespaceSelector).
-        services["namespaces"] = {str(k): dict(v or {}) for k, v in case["namespaces"].items()}
+        services[NAMESPACES.name] = {str(k): dict(v or {}) for k, v in case["namespaces"].items()}
     if case.get("objects"):
         # Services, ReplicationControllers, ReplicaSets, StatefulSets of the case, as upstream's informers.
         services[SERVICE_NAME] = WorkloadIndex.from_objects(case["objects"])
@@ -296,7 +297,7 @@ def preemption_setup(
     for raw in case.get("nominatedPods") or ():
         nominator.add(parse_pod(raw))
     pdbs = [parse_pdb(raw) for raw in case.get("pdbs") or ()]
-    handle = _Handle(snap, {"pdbs": pdbs, "nominator": nominator})
+    handle = _Handle(snap, {PDBS.name: lambda: pdbs, NOMINATOR.name: nominator})
     profile = load_config(config, registry, source=f"case {case.get('name')!r}").profiles[0]
     fw = Framework(profile, registry, handle)
     handle._runner = fw
@@ -347,7 +348,7 @@ def _preemption(case: Mapping[str, Any]) -> dict[str, Any]:
         }
     by_name = np.asarray(sorted((n.name, s) for s, n in snap.iter_nodes()), dtype=object)
     potential = np.asarray([s for _, s in by_name], dtype=np.int64)
-    pdbs = handle.service("pdbs")
+    pdbs = handle.service(PDBS)()
     cycles = []
     chosen = None
     for pod, offset in zip(pods, offsets, strict=True):

@@ -74,11 +74,6 @@ def max_into(total: Resources, other: Mapping[str, int]) -> None:
             total[k] = v
 
 
-def is_scalar_resource(name: str) -> bool:
-    """Extended resources, hugepages and attachable volumes: counted by NodeResourcesFit as whole units."""
-    return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
-
-
 def is_scalar_resource_name(name: str) -> bool:
     """Resources NodeInfo tracks as scalars (schedutil.IsScalarResourceName): extended resources,
     hugepages, ``kubernetes.io/``-prefixed native resources and attachable volumes."""

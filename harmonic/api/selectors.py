@@ -7,6 +7,7 @@ same requirement tuples.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,21 +103,185 @@ def _requirement(obj: str, field: str, raw: Any, allowed: Sequence[str]) -> Requ
     return Requirement(key, str(op), values, bound)
 
 
-def label_selector(obj: str, field: str, raw: Any) -> LabelSelector:
-    """Compile a metav1.LabelSelector. A missing (null) selector matches nothing, an empty one everything."""
+# --------------------------------------------------------------------------- label selectors
+# One parser for every metav1.LabelSelector (workloads, PDBs, pod affinity terms, spread constraints,
+# policies), with labels.NewRequirement's validation and messages word for word: a pod whose affinity
+# terms fail is rejected at PreFilter with this text, a manifest with the ObjectError naming its field.
+_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED = re.compile(_QUALIFIED_FMT)
+_QUALIFIED_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
+_DNS1123_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+class SelectorError(ValueError):
+    """A selector upstream's LabelSelectorAsSelector rejects; the message is upstream's and ``path``
+    the field inside the selector it is about (``matchExpressions[1]``; empty for the whole)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """validation.RegexError, spacing included (" (e.g. 'a',  or 'b', regex used ...)")."""
+    out = msg + " (e.g. "
+    for i, e in enumerate(examples):
+        if i > 0:
+            out += " or "
+        out += f"'{e}', "
+    return out + f"regex used for validation is '{fmt}')"
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """validation.IsQualifiedName: ``[prefix/]name``, the name at most 63 characters."""
+    parts = value.split("/")
+    errs: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 characters")
+            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QUALIFIED.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """validation.IsValidLabelValue."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _go_strings(values: Sequence[str] | None) -> str:
+    """How field.Invalid prints a []string value (%#v)."""
+    if not values:
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def _aggregate(errs: list[str]) -> str:
+    """utilerrors.NewAggregate(...).Error(): one message as is, several (deduplicated) in brackets."""
+    unique = list(dict.fromkeys(errs))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _label_requirement(key: str, op: str, values: list[str], path: str) -> Requirement:
+    """labels.NewRequirement: validates the key, the value count for the operator and every value."""
+    errs: list[str] = []
+    key_errs = qualified_name_errors(key)
+    if key_errs:
+        errs.append(f'key: Invalid value: "{key}": {"; ".join(key_errs)}')
+    if op in (IN, NOT_IN) and not values:
+        errs.append(
+            f"values: Invalid value: {_go_strings(values)}: for 'in', 'notin' operators, values set can't be empty"
+        )
+    if op in (EXISTS, DOES_NOT_EXIST) and values:
+        errs.append(
+            f"values: Invalid value: {_go_strings(values)}: values set must be empty for exists and does not exist"
+        )
+    for i, v in enumerate(values):
+        value_errs = label_value_errors(v)
+        if value_errs:
+            errs.append(f'values[{i}][{key}]: Invalid value: "{v}": {"; ".join(value_errs)}')
+    if errs:
+        raise SelectorError(_aggregate(errs), path)
+    return Requirement(key, op, frozenset(values))
+
+
+def _strings(raw: Any, path: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or not all(isinstance(v, str) for v in raw):
+        raise SelectorError("values must be a list of strings", path)
+    return list(raw)
+
+
+def parse_selector(raw: Any, extra: Sequence[Mapping[str, Any]] = ()) -> LabelSelector:
+    """metav1.LabelSelectorAsSelector of ``raw`` with ``extra`` match expressions appended (the API
+    server's merge of matchLabelKeys/mismatchLabelKeys): it accepts what the API server accepts, and
+    raises ``SelectorError`` with upstream's message otherwise."""
     if raw is None:
         return MATCH_NOTHING
     if not isinstance(raw, Mapping):
-        raise ObjectError(obj, field, "must be a label selector map")
+        raise SelectorError("a label selector must be an object")
+    labels = raw.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise SelectorError("matchLabels must be a map of strings", "matchLabels")
+    exprs = raw.get("matchExpressions") or []
+    if not isinstance(exprs, Sequence) or isinstance(exprs, str):
+        raise SelectorError("matchExpressions must be a list", "matchExpressions")
+    exprs = [*exprs, *extra]
+    if not labels and not exprs:
+        return MATCH_EVERYTHING
     reqs: list[Requirement] = []
-    ml = raw.get("matchLabels") or {}
-    if not isinstance(ml, Mapping):
-        raise ObjectError(obj, f"{field}.matchLabels", "must be a map of strings")
-    for k, v in ml.items():
-        reqs.append(Requirement(str(k), IN, frozenset((str(v),))))
-    for i, expr in enumerate(as_list(obj, f"{field}.matchExpressions", raw.get("matchExpressions"))):
-        reqs.append(_requirement(obj, f"{field}.matchExpressions[{i}]", expr, _LABEL_OPS))
+    # Go ranges over matchLabels in random order and stops at the first error: sorted keys make the
+    # reported error deterministic.
+    for k in sorted(labels):
+        v = labels[k]
+        if not isinstance(v, str):
+            raise SelectorError(f"matchLabels[{k}] must be a string", f"matchLabels.{k}")
+        reqs.append(_label_requirement(str(k), IN, [v], f"matchLabels.{k}"))
+    for i, e in enumerate(exprs):
+        path = f"matchExpressions[{i}]"
+        if not isinstance(e, Mapping):
+            raise SelectorError("a match expression must be an object", path)
+        op = _OPERATORS.get(e.get("operator"))  # type: ignore[arg-type]
+        if op is None:
+            raise SelectorError(f'"{e.get("operator")}" is not a valid label selector operator', path)
+        key = e.get("key")
+        values = _strings(e.get("values"), f"{path}.values")
+        reqs.append(_label_requirement(key if isinstance(key, str) else "", op, values, path))
     return LabelSelector(tuple(reqs))
+
+
+def label_selector(obj: str, field: str, raw: Any) -> LabelSelector:
+    """``parse_selector`` for a manifest's ``field``: a refusal is an ``ObjectError`` naming the object and
+    the field inside the selector. A missing (null) selector matches nothing, an empty one everything."""
+    try:
+        return parse_selector(raw)
+    except SelectorError as e:
+        raise ObjectError(obj, f"{field}.{e.path}" if e.path else field, str(e)) from None
 
 
 def labels_of(obj: str, field: str, raw: Any) -> dict[str, str]:

@@ -9,7 +9,7 @@ Malformed objects raise ``ObjectError`` naming the object and field.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -547,11 +547,6 @@ def pod_volumes(pod: Pod) -> tuple[PodVolume, ...]:
     return vols
 
 
-def claim_names(pod: Pod) -> Iterable[str]:
-    """Names of the PVCs the pod's PVC and generic ephemeral volumes use."""
-    return (v.claim for v in pod_volumes(pod) if v.uses_claim)
-
-
 def ephemeral_owner_error(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:
     """ephemeral.VolumeIsForPod: a generic ephemeral volume's PVC must be controlled by the pod."""
     if pvc.controller_uid != pod.uid:
@@ -563,38 +558,3 @@ def ephemeral_owner_error(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:
 def access_modes_fit(claim: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
     """CheckAccessModes: every mode the claim asks for is one the volume offers."""
     return all(m in pv.access_modes for m in claim.access_modes)
-
-
-def find_matching_volume(
-    claim: PersistentVolumeClaim,
-    volumes: Iterable[PersistentVolume],
-    node_labels: Mapping[str, str],
-    excluded: Mapping[str, PersistentVolume],
-) -> PersistentVolume | None:
-    """FindMatchingVolume on the scheduler path (a node is given, delayed binding): a volume pre-bound
-    to the claim, else the smallest available volume that fits (first of equal sizes)."""
-    requested = claim.request if claim.request is not None else Fraction(0)
-    best: PersistentVolume | None = None
-    for pv in volumes:
-        if pv.name in excluded:
-            continue
-        if pv.claim_ref is not None and not pv.bound_to(claim):
-            continue
-        if pv.capacity < requested:
-            continue
-        if pv.volume_mode != claim.volume_mode or pv.deleting:
-            continue
-        affinity_ok = pv.node_affinity_matches(node_labels)
-        if pv.bound_to(claim):
-            return pv if affinity_ok else None
-        if pv.phase != VOLUME_AVAILABLE:
-            continue
-        if claim.selector is not None and not claim.selector.matches(pv.labels):
-            continue
-        if pv.storage_class != claim.storage_class or pv.attributes_class != claim.attributes_class:
-            continue
-        if not affinity_ok or not access_modes_fit(claim, pv):
-            continue
-        if best is None or best.capacity > pv.capacity:
-            best = pv
-    return best

@@ -18,7 +18,6 @@ rejection is logged and dropped.
 from __future__ import annotations
 
 import logging
-import queue
 import random
 import socket
 import threading
@@ -35,6 +34,7 @@ from harmonic.cluster.transport import (
     TransportError,
     object_path,
 )
+from harmonic.cluster.workers import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -128,16 +128,15 @@ class EventRecorder:
         self.retry_sleep = retry_sleep
         self.clock = clock
         self.dropped = 0
-        self.written = 0
-        self._queue: queue.Queue[_Queued | None] = queue.Queue(MAX_QUEUED)
         self._cache: dict[tuple[Any, ...], _Recorded] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"events-{i}", daemon=True)
-            for i in range(max(1, workers))
-        ]
-        self._started = False
+        self._writes: WorkQueue[_Queued] = WorkQueue(
+            "events",
+            lambda item: self._record(self._expand(item)),
+            workers=workers,
+            maxsize=MAX_QUEUED,
+            idle=self._housekeeping,
+        )
         self._last_finish = clock()
         self._last_refresh = clock()
 
@@ -145,9 +144,7 @@ class EventRecorder:
     def start(self) -> None:
         if self.api is None:
             self.api = self._discover()
-        for t in self._threads:
-            t.start()
-        self._started = True
+        self._writes.start()
 
     def _discover(self) -> str:
         try:
@@ -161,26 +158,14 @@ class EventRecorder:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Write what is queued (up to ``timeout``), then stop the workers."""
-        if not self._started:
-            return
-        deadline = time.monotonic() + timeout
-        for _ in self._threads:
-            try:
-                self._queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Full:
-                break
-        self._stop.set()
-        for t in self._threads:
-            t.join(max(0.01, deadline - time.monotonic()))
+        self._writes.stop(timeout)
 
     # ------------------------------------------------------------------ recording
     def event(self, regarding: Obj, type_: str, reason: str, action: str, note: str, controller: str) -> None:
         """Queue an event about ``regarding`` (a manifest, read later: it must not be mutated) reported
         by ``controller``; never blocks. The caller only pays for the enqueue: the Event is built by a
         worker, so recording costs the scheduling thread no more than a few microseconds."""
-        try:
-            self._queue.put_nowait((regarding, type_, reason, action, note, controller, time.time()))
-        except queue.Full:
+        if not self._writes.put((regarding, type_, reason, action, note, controller, time.time())):
             self.dropped += 1
             if self.on_drop is not None:
                 self.on_drop()
@@ -204,20 +189,7 @@ class EventRecorder:
     @property
     def pending(self) -> int:
         """Events queued and not yet taken by a worker."""
-        return self._queue.qsize()
-
-    def _work(self) -> None:
-        while True:
-            try:
-                ev = self._queue.get(timeout=1.0)
-            except queue.Empty:
-                if self._stop.is_set():
-                    return
-                self._housekeeping()
-                continue
-            if ev is None:
-                return
-            self._record(self._expand(ev))
+        return self._writes.pending
 
     def _record(self, ev: dict[str, Any]) -> None:
         key = _key(ev)
@@ -301,7 +273,6 @@ class EventRecorder:
         for attempt in range(MAX_TRIES):
             try:
                 call()
-                self.written += 1
                 return
             except ApiStatusError as e:
                 if e.code == 404 and fallback is not None:
@@ -313,7 +284,9 @@ class EventRecorder:
                     return
             except TransportError as e:
                 log.warning("unable to write event (may retry): %s", e)
-            if attempt + 1 < MAX_TRIES and self._stop.wait(self.retry_sleep * (1 + 0.25 * random.random())):
+            if attempt + 1 < MAX_TRIES and self._writes.stopping.wait(
+                self.retry_sleep * (1 + 0.25 * random.random())
+            ):
                 return
         log.error("unable to write event (retry limit exceeded)")
 

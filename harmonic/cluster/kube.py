@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import queue
 import sys
 import threading
 import time
@@ -50,6 +49,7 @@ from harmonic.cluster.transport import (
     TransportError,
     object_path,
 )
+from harmonic.cluster.workers import WorkQueue
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.registry import Registry
 from harmonic.framework.status import Code, Status
@@ -84,39 +84,30 @@ class StatusPatcher:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
-        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._work, name="status-patcher", daemon=True)
+        self._patches: WorkQueue[tuple[str, str, dict[str, Any]]] = WorkQueue("status-patcher", self._patch)
         self.failed = 0
 
     def start(self) -> None:
-        self._thread.start()
+        self._patches.start()
 
     def patch(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self._queue.put((namespace, name, status))
+        self._patches.put((namespace, name, status))
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join(timeout)
+        self._patches.stop(timeout)
 
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            ns, name, status = item
-            path = object_path("v1", "pods", ns, name) + "/status"
-            try:
-                self.transport.request(
-                    "PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH
-                )
-            except ApiStatusError as e:
-                if e.code != 404:  # a pod deleted meanwhile needs no status
-                    self.failed += 1
-                    log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
-            except TransportError as e:
+    def _patch(self, item: tuple[str, str, dict[str, Any]]) -> None:
+        ns, name, status = item
+        path = object_path("v1", "pods", ns, name) + "/status"
+        try:
+            self.transport.request("PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH)
+        except ApiStatusError as e:
+            if e.code != 404:  # a pod deleted meanwhile needs no status
                 self.failed += 1
                 log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
+        except TransportError as e:
+            self.failed += 1
+            log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
 
 
 class KubeClient:

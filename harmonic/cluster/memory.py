@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,9 @@ from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.api.workloads import SERVICE_NAME, WorkloadIndex
 from harmonic.cluster.defaults import default_node, default_pod
+from harmonic.cluster.services import ManifestStore, NamespaceLabels
 from harmonic.cluster.storage import InMemoryStorage
+from harmonic.framework.services import NAMESPACES, PDBS
 from harmonic.framework.status import Code, Status
 from harmonic.framework.volumes import VOLUMES_SERVICE
 from harmonic.scheduler.client import truncate_event_message
@@ -70,6 +72,8 @@ class InMemoryCluster:
         self.storage = InMemoryStorage()
         #: PodGroups and ElasticQuotas (scheduling.x-k8s.io): the ``"batch"`` service.
         self.batch = BatchObjects(self._clock)
+        #: Namespaces, for their labels (the ``"namespaces"`` service: namespaceSelector).
+        self.namespaces = ManifestStore()
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(self, on_node: Listener, on_pod: Listener, replay: bool = True) -> None:
@@ -136,10 +140,6 @@ class InMemoryCluster:
         self._emit_pod(None, pod)
         return pod
 
-    def create_pods(self, raws: Iterable[Obj]) -> None:
-        for r in raws:
-            self.create_pod(r)
-
     def update_pod(self, raw: Obj) -> Obj:
         key = _key(raw)
         old = self.pods.get(key)
@@ -170,6 +170,10 @@ class InMemoryCluster:
     def delete_workload(self, kind: str, namespace: str, name: str) -> None:
         self.workloads.delete(kind, namespace, name)
 
+    def apply_namespace(self, raw: Obj) -> None:
+        """Create or replace a Namespace (pod affinity's namespaceSelector reads its labels)."""
+        self.namespaces.apply(raw)
+
     def apply_batch(self, raw: Obj) -> None:
         """Create or replace a PodGroup or ElasticQuota (``scheduling.x-k8s.io/v1alpha1``)."""
         self.batch.apply(raw)
@@ -181,7 +185,8 @@ class InMemoryCluster:
         """The handle services this cluster offers a scheduler's plugins."""
         return {
             SERVICE_NAME: self.workloads,
-            "pdbs": self.list_pdbs,
+            PDBS.name: self.list_pdbs,
+            NAMESPACES.name: NamespaceLabels(self.namespaces),
             VOLUMES_SERVICE: self.storage,
             BATCH_SERVICE: self.batch,
         }

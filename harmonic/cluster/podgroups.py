@@ -16,13 +16,12 @@ handlers) and PATCHes ``status`` (merge patch) only when the status changes, on 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from harmonic.api.batch import FAILED, FINISHED, PENDING, POD_GROUP_LABEL, RUNNING, SCHEDULING
 from harmonic.cluster.transport import MERGE_PATCH, ApiStatusError, Transport, TransportError, object_path
+from harmonic.cluster.workers import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -94,18 +93,16 @@ class PodGroupStatusWriter:
         self._pod_groups = pod_groups
         self._pods = pods
         self._now = now
-        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._work, name="podgroup-status", daemon=True)
-        self.written = 0
+        self._queue: WorkQueue[tuple[str, str]] = WorkQueue(
+            "podgroup-status", lambda key: self.reconcile(*key)
+        )
         self.failed = 0
 
     def start(self) -> None:
-        self._thread.start()
+        self._queue.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join(timeout)
+        self._queue.stop(timeout)
 
     def on_pod_group(self, old: Obj | None, new: Obj | None) -> None:
         if new is not None:
@@ -141,12 +138,4 @@ class PodGroupStatusWriter:
             self.failed += 1
             log.warning("writing status of PodGroup %s/%s failed: %s", namespace, name, e)
             return False
-        self.written += 1
         return True
-
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            self.reconcile(*item)

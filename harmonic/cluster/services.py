@@ -1,4 +1,5 @@
-"""Shared services a cluster adapter offers plugins through ``handle.service(name)``.
+"""Shared services a cluster adapter offers plugins (``handle.service(KEY)``, keys and types in
+``harmonic.framework.services``).
 
 - ``"namespaces"``: ``NamespaceLabels``, a read-only ``Mapping`` namespace name -> its labels (empty
   for a namespace not seen), for namespaceSelector in pod (anti-)affinity terms.
@@ -13,9 +14,8 @@
 
 The first two read an informer's store, the third is fed by informers' handlers, so all are current
 and safe to use from any thread. ``LiveServices`` builds those informers and services for both live
-adapters (``harmonic run`` and the extender's cluster cache). Other adapters (in-memory cluster,
-simulator) offer the same names with the same interfaces via ``static_services`` and
-``InMemoryCluster.scheduler_services``.
+adapters (``harmonic run`` and the extender's cluster cache). The in-memory cluster (tests, simulator)
+offers the same names with the same interfaces (``InMemoryCluster.scheduler_services``).
 """
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ from harmonic.cluster.informer import (
     Transform,
 )
 from harmonic.cluster.transport import Transport
+from harmonic.framework import services as keys
 
 log = logging.getLogger(__name__)
 
-NAMESPACES_SERVICE = "namespaces"
-PDBS_SERVICE = "pdbs"
+NAMESPACES_SERVICE = keys.NAMESPACES.name
+PDBS_SERVICE = keys.PDBS.name
 
 Obj = Mapping[str, Any]
 
@@ -114,15 +115,18 @@ class DisruptionBudgets:
         return out
 
 
-class _ListStore:
-    """A fixed set of manifests behind the store interface (for ``static_services``)."""
+class ManifestStore:
+    """Manifests kept in memory behind an informer store's interface (the in-memory cluster's)."""
 
-    def __init__(self, objs: Iterable[Obj]) -> None:
+    def __init__(self, objs: Iterable[Obj] = ()) -> None:
         self._objs: dict[str, Obj] = {}
         for o in objs:
-            meta = o.get("metadata") or {}
-            key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
-            self._objs[key] = o
+            self.apply(o)
+
+    def apply(self, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
+        self._objs[key] = obj
 
     def get(self, key: str) -> Obj | None:
         return self._objs.get(key)
@@ -132,14 +136,6 @@ class _ListStore:
 
     def keys(self) -> builtins.list[str]:
         return list(self._objs)
-
-
-def static_services(namespaces: Iterable[Obj] = (), pdbs: Iterable[Obj] = ()) -> dict[str, Any]:
-    """The same services over fixed manifests (tests, the in-memory cluster, the simulator)."""
-    return {
-        NAMESPACES_SERVICE: NamespaceLabels(_ListStore(namespaces)),
-        PDBS_SERVICE: DisruptionBudgets(_ListStore(pdbs)),
-    }
 
 
 #: The resources whose selectors make up the ``"workloads"`` service.

@@ -54,7 +54,6 @@ class ClusterCache:
         self.pods = PodLister()
         self._synced = threading.Event()
         #: Bumped on every applied event (tests and readiness use it).
-        self.events_applied = 0
 
     @property
     def snapshot(self) -> Snapshot:
@@ -83,7 +82,6 @@ class ClusterCache:
             if isinstance(name, str):
                 with self.lock:
                     self.cache.remove_node(name)
-                    self.events_applied += 1
             return
         try:
             node = parse_node(new)
@@ -92,7 +90,6 @@ class ClusterCache:
             return
         with self.lock:
             self.cache.update_node(node)
-            self.events_applied += 1
 
     def on_pod(self, old: Manifest | None, new: Manifest | None) -> None:
         if new is None:
@@ -108,7 +105,6 @@ class ClusterCache:
             self._delete_pod(pod.uid)
             return
         with self.lock:
-            self.events_applied += 1
             self.pods.set(pod)
             if not pod.node_name:
                 self._pending[pod.uid] = pod
@@ -118,7 +114,6 @@ class ClusterCache:
 
     def _delete_pod(self, uid: str) -> None:
         with self.lock:
-            self.events_applied += 1
             self.pods.remove(uid)
             self._pending.pop(uid, None)
             cached = self.cache.pod(uid)

@@ -63,7 +63,8 @@ from harmonic.framework.decisions import (
     DecisionTrace,
     ScoreDetail,
 )
-from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, PluginsRunner
+from harmonic.framework.handle import ProfileHandle
+from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
@@ -116,40 +117,6 @@ class _NoClient:
 
     def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
         return Status(Code.ERROR, self._MSG)
-
-
-class _Handle:
-    """framework.Handle for the extender's profiles."""
-
-    def __init__(self, ext: Extender, profile: str) -> None:
-        self._ext = ext
-        self._profile = profile
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._ext.snapshot
-
-    @property
-    def client(self) -> ClusterClient:
-        return self._ext.client
-
-    @property
-    def clock(self) -> Clock:
-        return self._ext.clock
-
-    @property
-    def profile_name(self) -> str:
-        return self._profile
-
-    @property
-    def runner(self) -> PluginsRunner:
-        return self._ext.frameworks[self._profile]
-
-    def waiting_pod(self, uid: str) -> Any:
-        return None
-
-    def service(self, name: str) -> Any:
-        return self._ext.services[name]
 
 
 class _RequestNodes:
@@ -219,7 +186,7 @@ class Extender:
         self._lock = cache.lock if cache is not None else threading.RLock()
         self._resolved: tuple[list[str], Snapshot, int, tuple[list[str], np.ndarray, list[str]]] | None = None
         self.frameworks = {
-            p.scheduler_name: Framework(p, registry, _Handle(self, p.scheduler_name)) for p in config.profiles
+            p.scheduler_name: Framework(p, registry, self._handle(p.scheduler_name)) for p in config.profiles
         }
         if profile is not None and profile not in self.frameworks:
             known = ", ".join(self.frameworks)
@@ -228,6 +195,18 @@ class Extender:
         self.default = self.frameworks[profile or config.profiles[0].scheduler_name]
         #: Where filter and prioritize calls are recorded (None: not recorded).
         self.decisions: DecisionLog | None = None
+
+    def _handle(self, profile: str) -> ProfileHandle:
+        """The handle of a profile's plugins: the extender's snapshot, client, clock and services; no pod
+        ever waits at Permit here."""
+        return ProfileHandle(
+            profile,
+            snapshot=lambda: self.snapshot,
+            client=lambda: self.client,
+            clock=lambda: self.clock,
+            runner=lambda: self.frameworks[profile],
+            services=self.services,
+        )
 
     @property
     def snapshot(self) -> Snapshot:
@@ -350,8 +329,8 @@ class Extender:
             trace.all_nodes = len(slots)
         if len(slots) == 0:
             return passed, failed, unresolvable, ""
-        state = CycleState()
-        pre, st, narrowing = fw.run_pre_filter(state, pod, snap)
+        ev = fw.evaluate(pod, snap, slots)
+        st = ev.pre_filter
         if trace is not None:
             trace.pre_filter = st
         if st is not None:
@@ -360,23 +339,18 @@ class Extender:
             target = unresolvable if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
             target.update(dict.fromkeys(names, st.message))
             return passed, failed, unresolvable, ""
-        candidates = np.arange(len(slots))
-        if pre is not None and pre.node_names is not None:
-            inside = np.fromiter((n in pre.node_names for n in names), dtype=bool, count=len(names))
-            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
-            unresolvable.update(dict.fromkeys((names[i] for i in np.flatnonzero(~inside).tolist()), msg))
-            candidates = np.flatnonzero(inside)
+        candidates = ev.candidates
+        if ev.narrowing:
+            msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(ev.narrowing))}]"
+            unresolvable.update(dict.fromkeys((names[i] for i in ev.excluded.tolist()), msg))
             if trace is not None:
                 excluded = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
-                trace.excluded, trace.excluded_slots = (
-                    (len(slots) - len(candidates), excluded),
-                    slots[~inside],
-                )
-        if len(candidates) == 0:
+                trace.excluded, trace.excluded_slots = (len(ev.excluded), excluded), slots[ev.excluded]
+        if ev.error is not None:
+            return passed, failed, unresolvable, ev.error.message
+        outcome = ev.outcome
+        if outcome is None:
             return passed, failed, unresolvable, ""
-        outcome, st = fw.run_filters(state, pod, snap, slots[candidates])
-        if st is not None:
-            return passed, failed, unresolvable, st.message
         ok = outcome.codes == 0
         passed[candidates[ok]] = True
         if trace is not None:
@@ -429,11 +403,8 @@ class Extender:
         _, st, _ = fw.run_pre_filter(state, pod, snap)
         if st is not None and st.code == Code.ERROR:
             raise ExtenderError(st.message)
-        st = fw.run_pre_score(state, pod, snap, slots)
-        if st is not None:
-            raise ExtenderError(st.message)
         detail = ScoreDetail() if trace is not None else None
-        total, per_plugin, st = fw.run_score(state, pod, snap, slots, detail)
+        total, per_plugin, st = fw.score_nodes(state, pod, snap, slots, detail)
         if st is not None:
             raise ExtenderError(st.message)
         if trace is not None:
@@ -468,18 +439,13 @@ class Extender:
         for p in removed:
             snap.remove_pod(p, node)
         try:
-            state = CycleState()
-            pre, st, _ = fw.run_pre_filter(state, pod, snap)
-            if st is not None:
-                if st.code == Code.ERROR:
-                    raise ExtenderError(st.message)
-                return False
-            if pre is not None and pre.node_names is not None and node not in pre.node_names:
-                return False
-            outcome, st = fw.run_filters(state, pod, snap, np.asarray([slot], dtype=np.int64))
-            if st is not None:
-                raise ExtenderError(st.message)
-            return bool(outcome.codes[0] == 0)
+            ev = fw.evaluate(pod, snap, np.asarray([slot], dtype=np.int64))
+            error = ev.error or (
+                ev.pre_filter if ev.pre_filter is not None and ev.pre_filter.code == Code.ERROR else None
+            )
+            if error is not None:
+                raise ExtenderError(error.message)
+            return bool(ev.passed[0])
         finally:
             for p in removed:
                 snap.add_pod(p, node)

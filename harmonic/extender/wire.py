@@ -26,7 +26,6 @@ import msgspec
 from harmonic.api.casefold import canonical
 
 MAX_EXTENDER_PRIORITY = 10
-MIN_EXTENDER_PRIORITY = 0
 
 
 class WireError(ValueError):

@@ -148,6 +148,67 @@ class KubeSchedulerConfigurationV1(_V1):
     delay_cache_until_active: bool = False
 
 
+#: Upstream fields Harmonic accepts, so that an existing file loads, but does not act on: camelCase path,
+#: how to read it from the parsed document, upstream's default, and why it has no effect. A value other
+#: than the default is a warning naming the field (``SchedulerConfiguration.warnings``).
+IGNORED_FIELDS: tuple[tuple[str, Callable[[KubeSchedulerConfigurationV1], object], object, str], ...] = (
+    (
+        "parallelism",
+        lambda d: d.parallelism,
+        16,
+        "Filter and Score run over all nodes at once as numpy arrays, not on a pool of goroutines",
+    ),
+    (
+        "clientConnection.contentType",
+        lambda d: d.client_connection.content_type,
+        "application/vnd.kubernetes.protobuf",
+        "Harmonic always sends JSON",
+    ),
+    (
+        "clientConnection.acceptContentTypes",
+        lambda d: d.client_connection.accept_content_types,
+        "",
+        "Harmonic always asks for JSON",
+    ),
+    (
+        "healthzBindAddress",
+        lambda d: d.healthz_bind_address,
+        None,
+        "deprecated upstream; Harmonic serves /healthz where --bind-address and --metrics-port say",
+    ),
+    (
+        "metricsBindAddress",
+        lambda d: d.metrics_bind_address,
+        None,
+        "deprecated upstream; Harmonic serves /metrics where --bind-address and --metrics-port say",
+    ),
+    ("enableProfiling", lambda d: d.enable_profiling, True, "Harmonic serves no profiling endpoint"),
+    (
+        "enableContentionProfiling",
+        lambda d: d.enable_contention_profiling,
+        True,
+        "Harmonic serves no profiling endpoint",
+    ),
+    (
+        "delayCacheUntilActive",
+        lambda d: d.delay_cache_until_active,
+        False,
+        "Harmonic's informers always fill the cache before the lease is taken, so a standby replica "
+        "is ready to schedule at once",
+    ),
+)
+
+
+def ignored_field_warnings(source: str, doc: KubeSchedulerConfigurationV1) -> list[str]:
+    """One warning per field of ``IGNORED_FIELDS`` set to something other than upstream's default."""
+    out = []
+    for path, read, default, why in IGNORED_FIELDS:
+        value = read(doc)
+        if value != default:
+            out.append(f"{source}: {path}: {value!r} is ignored ({why})")
+    return out
+
+
 # --------------------------------------------------------------------------- resolved form
 @dataclass(frozen=True)
 class LeaderElection:
@@ -198,7 +259,6 @@ class SchedulerConfiguration:
     percentage_of_nodes_to_score: int
     pod_initial_backoff_seconds: float
     pod_max_backoff_seconds: float
-    parallelism: int
     leader_election: LeaderElection
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     source: str = "<default>"
@@ -308,7 +368,6 @@ def resolve_profile(
     """Defaults, validation and MultiPoint expansion of one profile (setDefaults_KubeSchedulerProfile,
     validateKubeSchedulerProfile, NewFramework)."""
     where = f"{source}: profiles[{index}]"
-    name = prof.scheduler_name or ""
     plugins = prof.plugins or Plugins()
     made, made_args = _templated_plugins(source, index, prof, registry)
     if made:
@@ -317,30 +376,53 @@ def resolve_profile(
         enabled=[PluginRef(name=n, weight=w or None) for n, w in DEFAULT_MULTIPOINT if n in registry]
     )
     multipoint = merge_plugin_set(default_mp, plugins.multi_point)
-
-    def check_known(plugin: str, path: str) -> type[Plugin]:
-        if plugin in INVALID_PLUGINS:
-            raise ConfigError(
-                f"{where}.plugins.{path}: {_quote(plugin)} was invalid in version {_quote(API_VERSION)} "
-                f"(KubeSchedulerConfiguration is version {_quote(API_VERSION)})"
-            )
-        if plugin not in registry:
-            known = ", ".join(sorted(registry))
-            raise ConfigError(
-                f"{where}.plugins.{path}: unknown plugin {_quote(plugin)} (known plugins: {known})"
-            )
-        return registry[plugin]
-
     for i, p in enumerate(multipoint.enabled):
         custom = next((j for j, c in enumerate(plugins.multi_point.enabled) if c is p), None)
-        check_known(p.name, f"multiPoint.enabled[{custom if custom is not None else i}]")
+        _check_known(where, registry, p.name, f"multiPoint.enabled[{custom if custom is not None else i}]")
+    points = _expand_points(where, plugins, multipoint, registry)
+    try:
+        all_weights = score_weights(
+            [*plugins.score.enabled, *multipoint.enabled], lambda n: _implements(registry[n], "score")
+        )
+    except ValueError as e:
+        raise ConfigError(f"{where}.plugins.score: {e}") from None
+    _validate_required_points(where, points)
+    used = {n for names in points.values() for n in names}
+    args = _profile_args(source, index, prof, registry, used, made_args, warnings)
+    return Profile(
+        scheduler_name=prof.scheduler_name or "",
+        points=points,
+        weights={n: all_weights[n] for n in points["score"]},
+        args={n: a for n, a in args.items() if n in used},
+        percentage_of_nodes_to_score=prof.percentage_of_nodes_to_score,
+        plugin_classes={n: c for n, c in made.items() if n in used},
+    )
 
+
+def _check_known(where: str, registry: Registry, plugin: str, path: str) -> type[Plugin]:
+    """The plugin's class; an error naming ``path`` for a removed or unknown plugin."""
+    if plugin in INVALID_PLUGINS:
+        raise ConfigError(
+            f"{where}.plugins.{path}: {_quote(plugin)} was invalid in version {_quote(API_VERSION)} "
+            f"(KubeSchedulerConfiguration is version {_quote(API_VERSION)})"
+        )
+    if plugin not in registry:
+        known = ", ".join(sorted(registry))
+        raise ConfigError(f"{where}.plugins.{path}: unknown plugin {_quote(plugin)} (known plugins: {known})")
+    return registry[plugin]
+
+
+def _expand_points(
+    where: str, plugins: Plugins, multipoint: PluginSet, registry: Registry
+) -> dict[str, tuple[str, ...]]:
+    """Each extension point's plugins in run order: its own enabled set, with MultiPoint expanded into it
+    (frameworkImpl.expandMultiPointPlugins)."""
     points: dict[str, tuple[str, ...]] = {}
     for point in EXTENSION_POINTS:
         pset: PluginSet = getattr(plugins, _snake(point))
         explicit: list[str] = []
         for i, p in enumerate(pset.enabled):
-            cls = check_known(p.name, f"{point}.enabled[{i}]")
+            cls = _check_known(where, registry, p.name, f"{point}.enabled[{i}]")
             if not _implements(cls, point):
                 raise ConfigError(
                     f"{where}.plugins.{point}.enabled[{i}]: plugin {_quote(p.name)} does not extend {point}"
@@ -371,29 +453,37 @@ def resolve_profile(
         # the other MultiPoint plugins, then the rest of the extension point's own.
         first = [n for n in explicit if n in overrides]
         points[point] = (*first, *from_multi, *(n for n in explicit if n not in overrides))
+    return points
 
-    try:
-        all_weights = score_weights(
-            [*plugins.score.enabled, *multipoint.enabled], lambda n: _implements(registry[n], "score")
-        )
-    except ValueError as e:
-        raise ConfigError(f"{where}.plugins.score: {e}") from None
-    weights = {n: all_weights[n] for n in points["score"]}
 
+def _validate_required_points(where: str, points: Mapping[str, tuple[str, ...]]) -> None:
+    """NewFramework's checks: one QueueSort plugin, at least one Bind plugin."""
     if len(points["queueSort"]) != 1:
         got = ", ".join(points["queueSort"]) or "none"
         raise ConfigError(f"{where}.plugins.queueSort: exactly one queue sort plugin is required, got {got}")
     if not points["bind"]:
         raise ConfigError(f"{where}.plugins.bind: at least one bind plugin is required")
 
-    used = {n for names in points.values() for n in names}
+
+def _profile_args(
+    source: str,
+    index: int,
+    prof: ProfileV1,
+    registry: Registry,
+    used: set[str],
+    made_args: Mapping[str, PluginArgs],
+    warnings: list[str],
+) -> dict[str, PluginArgs]:
+    """Each plugin's validated args: its pluginConfig entry, or its defaults (validatePluginConfig and
+    the args' defaulting); entries for unknown or unused plugins are warnings."""
+    where = f"{source}: profiles[{index}]"
     entries: dict[str, int] = {}
     for i, entry in enumerate(prof.plugin_config):
         if entry.name in entries:
             raise ConfigError(f"{where}.pluginConfig[{i}]: duplicate config for plugin {_quote(entry.name)}")
         entries[entry.name] = i
         if entry.name in INVALID_PLUGINS:
-            check_known(entry.name, f"pluginConfig[{i}]")
+            _check_known(where, registry, entry.name, f"pluginConfig[{i}]")
         if entry.name not in registry:
             warnings.append(
                 f"{where}.pluginConfig[{i}]: unknown plugin {_quote(entry.name)}; its args are unused"
@@ -402,7 +492,6 @@ def resolve_profile(
             warnings.append(
                 f"{where}.pluginConfig[{i}]: plugin {_quote(entry.name)} is not enabled; its args are unused"
             )
-
     args: dict[str, PluginArgs] = {}
     for plugin in sorted(used | (set(entries) & set(registry))):
         if plugin in made_args:
@@ -416,15 +505,7 @@ def resolve_profile(
             raw = dict(prof.plugin_config[at].args or {})
             path = f"profiles[{index}].pluginConfig[{at}].args"
         args[plugin] = _plugin_args(source, path, registry[plugin], raw)
-
-    return Profile(
-        scheduler_name=name,
-        points=points,
-        weights=weights,
-        args={n: a for n, a in args.items() if n in used},
-        percentage_of_nodes_to_score=prof.percentage_of_nodes_to_score,
-        plugin_classes={n: c for n, c in made.items() if n in used},
-    )
+    return args
 
 
 def _templated_plugins(
@@ -506,7 +587,7 @@ def load_config(
         )
     leader = _leader_election(source, doc.leader_election)
 
-    warnings: list[str] = []
+    warnings = ignored_field_warnings(source, doc)
     raw_profiles = doc.profiles if doc.profiles else [ProfileV1()]
     if len(raw_profiles) == 1 and raw_profiles[0].scheduler_name is None:
         raw_profiles = [raw_profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})]
@@ -535,7 +616,6 @@ def load_config(
         percentage_of_nodes_to_score=doc.percentage_of_nodes_to_score or 0,
         pod_initial_backoff_seconds=float(doc.pod_initial_backoff_seconds),
         pod_max_backoff_seconds=float(doc.pod_max_backoff_seconds),
-        parallelism=doc.parallelism,
         leader_election=leader,
         client_connection=ClientConnection(
             kubeconfig=doc.client_connection.kubeconfig,

@@ -85,10 +85,6 @@ class Diagnosis:
             elif code == Code.PENDING:
                 self.pending_plugins.add(name)
 
-    @property
-    def num_failed(self) -> int:
-        return sum(int(np.count_nonzero(o.codes)) for o in self.outcomes) + self.absent_count
-
     def statuses(self) -> dict[int, Status]:
         """Status per failed slot (diagnostics, extender answers, preemption)."""
         out: dict[int, Status] = {}
@@ -101,11 +97,6 @@ class Diagnosis:
                     plugin=o.plugin_names[int(o.plugin_ids[i])],
                 )
         return out
-
-    def failed_slots(self, code: Code | None = None) -> np.ndarray:
-        """Slots that failed (with ``code``, if given)."""
-        parts = [o.slots[(o.codes == code) if code is not None else (o.codes != 0)] for o in self.outcomes]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def reason_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter()

@@ -8,9 +8,9 @@ framework loops for it. Success is ``None``, as Go's nil status.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -18,9 +18,12 @@ from harmonic.api.pod import Pod
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.cycle_state import PluginError as PluginError  # re-exported: plugins raise it
 from harmonic.framework.events import ALL_EVENTS, EventWithHint
+from harmonic.framework.services import Need, ServiceKey
 from harmonic.framework.snapshot import NodeInfo, Snapshot
 from harmonic.framework.status import Status
 from harmonic.framework.verdicts import Verdicts
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from harmonic.framework.diagnosis import Diagnosis, FilterOutcome
@@ -96,8 +99,23 @@ class Handle(Protocol):
 
     def waiting_pod(self, uid: str) -> Any: ...
 
-    def service(self, name: str) -> Any:
-        """A named shared service (nominator, PDB lister, harmonic models...); ``KeyError`` if absent."""
+    @overload
+    def service(self, key: ServiceKey[T]) -> T: ...
+
+    @overload
+    def service(self, key: str) -> Any: ...
+
+    def service(self, key: ServiceKey[Any] | str) -> Any:
+        """A shared service (``framework.services``: nominator, PDBs, harmonic models...) by typed key,
+        or by name for services without one; ``KeyError`` if absent."""
+        ...
+
+    def optional_service(self, key: ServiceKey[T]) -> T | None:
+        """The service, or ``None`` where the plugin declared a degraded mode without it."""
+        ...
+
+    def service_map(self) -> Mapping[str, Any]:
+        """Every service by name (the framework checks plugins' ``needs`` against it)."""
         ...
 
 
@@ -111,9 +129,18 @@ class Plugin:
     #: fails again the same way while those rows are unchanged (``harmonic.scheduler.repeat``).
     NODE_LOCAL: ClassVar[bool] = False
 
+    #: The handle services the plugin reads (``framework.services.Need``); see ``needs``.
+    NEEDS: ClassVar[tuple[Need, ...]] = ()
+
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+
+    @classmethod
+    def needs(cls, args: Any) -> Sequence[Need]:
+        """The services this plugin reads with these args; the framework refuses a profile missing a
+        required one and logs each degraded mode once. Defaults to ``NEEDS``."""
+        return cls.NEEDS
 
     @property
     def node_local(self) -> bool:

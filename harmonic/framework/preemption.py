@@ -27,7 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from harmonic.api.timestamps import parse_time
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
 from harmonic.framework.interface import Handle, PostFilterResult
+from harmonic.framework.services import NOMINATOR, PDBS
 from harmonic.framework.snapshot import Snapshot, extra_key
 from harmonic.framework.status import Code, Status
 
@@ -138,13 +139,9 @@ def filter_pods_with_pdb_violation(
 
 
 def pdbs_from_service(handle: Handle) -> list[PodDisruptionBudget]:
-    """The ``"pdbs"`` handle service: a callable returning the current budgets, or a sequence of them.
-    Without the service there are no budgets."""
-    try:
-        service: Any = handle.service("pdbs")
-    except KeyError:
-        return []
-    return list(service() if callable(service) else service)
+    """The current budgets of the ``pdbs`` service; none without it (a declared degraded mode)."""
+    lister = handle.optional_service(PDBS)
+    return [] if lister is None else list(lister())
 
 
 # ---------------------------------------------------------------------- picking the node
@@ -331,10 +328,7 @@ class Evaluator:
         """Clear the nominations of lower-priority pods on the node, then evict the victims (waiting pods
         are rejected at Permit instead; pods already terminating are left alone)."""
         client = self.handle.client
-        try:
-            nominator: Any = self.handle.service("nominator")
-        except KeyError:
-            nominator = None
+        nominator = self.handle.optional_service(NOMINATOR)
         if nominator is not None:
             for p in list(nominator.nominated_pods_for_node(c.node)):
                 if p.priority < pod.priority and p.nominated_node_name:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -38,6 +39,7 @@ from harmonic.framework.interface import (
     ScorePlugin,
 )
 from harmonic.framework.registry import Registry
+from harmonic.framework.services import NOMINATOR, check_needs
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -162,6 +164,36 @@ def _timed_plugin(
     return timed
 
 
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """A pod evaluated on given nodes by PreFilter then Filter (``Framework.evaluate``). Positions index
+    ``slots``."""
+
+    state: CycleState
+    slots: np.ndarray
+    #: PreFilter's status when it rejected every node or failed (then nothing else ran); None if it passed.
+    pre_filter: Status | None = None
+    #: Positions PreFilter's result (PreFilterResult.NodeNames) left out, and the plugins that narrowed.
+    excluded: np.ndarray = field(default_factory=lambda: _NO_SLOTS)
+    narrowing: Collection[str] = ()
+    #: Positions that reached Filter, and Filter's outcome over ``slots[candidates]``.
+    candidates: np.ndarray = field(default_factory=lambda: _NO_SLOTS)
+    outcome: FilterOutcome | None = None
+    #: A Filter plugin's Error status (the outcome is then incomplete).
+    error: Status | None = None
+
+    @property
+    def passed(self) -> np.ndarray:
+        """Whether each of ``slots`` passed PreFilter and every Filter."""
+        out = np.zeros(len(self.slots), dtype=bool)
+        if self.outcome is not None and self.error is None:
+            out[self.candidates[self.outcome.codes == 0]] = True
+        return out
+
+
 class Framework:
     """One profile: its plugin instances per extension point and the code that runs them."""
 
@@ -176,8 +208,13 @@ class Framework:
         self.name = profile.scheduler_name
         self.handle = handle
         self.plugins: dict[str, Plugin] = {}
-        for name in profile.plugin_names:
-            cls = profile.plugin_classes.get(name) or registry[name]
+        classes = {name: profile.plugin_classes.get(name) or registry[name] for name in profile.plugin_names}
+        check_needs(
+            self.name,
+            ((name, cls.needs(profile.args[name])) for name, cls in classes.items()),
+            handle.service_map(),
+        )
+        for name, cls in classes.items():
             self.plugins[name] = cls(profile.args[name], handle)
 
         def at(point: str, kind: type[P]) -> list[P]:
@@ -497,11 +534,7 @@ class Framework:
         return FilterOutcome(slots, codes, plugin_ids, reason_ids, table, self.filter_names)
 
     def _nominator(self) -> PodNominator | None:
-        try:
-            nominator: PodNominator = self.handle.service("nominator")
-        except KeyError:
-            return None
-        return nominator
+        return self.handle.optional_service(NOMINATOR)
 
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
@@ -528,6 +561,44 @@ class Framework:
         return kept, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
     # ------------------------------------------------------------------ scoring
+    # ------------------------------------------------------------------ evaluating a pod on given nodes
+    def evaluate(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Evaluation:
+        """PreFilter, then Filter on those of ``slots`` PreFilter's result keeps: "may this pod run on
+        these nodes", as the extender's filter verb and the rescheduler's what-if ask it (no nominated
+        pods, no percentageOfNodesToScore: every given node is evaluated)."""
+        ev = Evaluation(CycleState(), slots)
+        pre, st, narrowing = self.run_pre_filter(ev.state, pod, snap)
+        if st is not None:
+            ev.pre_filter = st
+            return ev
+        candidates = np.arange(len(slots))
+        if pre is not None and pre.node_names is not None:
+            names = snap.names()
+            inside = np.fromiter(
+                (names[s] in pre.node_names for s in slots.tolist()), dtype=bool, count=len(slots)
+            )
+            ev.excluded, ev.narrowing = np.flatnonzero(~inside), narrowing
+            candidates = np.flatnonzero(inside)
+        ev.candidates = candidates
+        if len(candidates) == 0:
+            return ev
+        ev.outcome, ev.error = self.run_filters(ev.state, pod, snap, slots[candidates])
+        return ev
+
+    def score_nodes(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snap: Snapshot,
+        slots: np.ndarray,
+        detail: ScoreDetail | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], Status | None]:
+        """PreScore then Score (with NormalizeScore and weights) of ``slots``, after ``evaluate``."""
+        st = self.run_pre_score(state, pod, snap, slots)
+        if st is not None:
+            return np.zeros(len(slots), dtype=np.int64), {}, st
+        return self.run_score(state, pod, snap, slots, detail)
+
     def run_pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         for pl in self.pre_score_plugins:
             try:

@@ -14,7 +14,7 @@ subscribers about every change as a ``ClusterEvent`` (for requeueing pods).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node
@@ -40,10 +40,14 @@ from harmonic.api.storage import (
     pod_volumes,
 )
 from harmonic.framework.events import Action, ClusterEvent, Resource
+from harmonic.framework.services import VOLUMES
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Status
 
-VOLUMES_SERVICE = "volumes"
+if TYPE_CHECKING:
+    from harmonic.framework.interface import Handle
+
+VOLUMES_SERVICE = VOLUMES.name
 
 Obj = Mapping[str, Any]
 
@@ -209,13 +213,11 @@ class InMemoryVolumes:
 NO_VOLUMES = InMemoryVolumes()
 
 
-def volumes_of(handle: Any) -> VolumeLister:
-    """The handle's ``"volumes"`` service, or an empty lister when the cluster offers none."""
-    try:
-        lister: VolumeLister = handle.service(VOLUMES_SERVICE)
-    except KeyError:
-        return NO_VOLUMES
-    return lister
+def volumes_of(handle: Handle) -> VolumeLister:
+    """The handle's ``volumes`` service, or an empty lister when the cluster offers none (a degraded
+    mode the volume plugins declare, see ``services.VOLUME_NEEDS``)."""
+    lister = handle.optional_service(VOLUMES)
+    return NO_VOLUMES if lister is None else lister
 
 
 class VolumeUsage:

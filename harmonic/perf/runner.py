@@ -68,10 +68,18 @@ class PerfResult:
     nodes: int
     init_pods: int
     measured_pods: int
+    #: Measured pods bound, and those still pending when the run ended (never bound).
     scheduled: int
+    unscheduled: int
     unschedulable_attempts: int
+    #: What ``seconds`` and every duration below measure: "wall" (perf_counter) or "cpu" (process_time).
+    timer: str
     seconds: float
+    #: Scheduled (bound) measured pods per ``seconds``; unscheduled pods do not count.
     pods_per_second: float
+    #: Virtual seconds the scheduler's clock jumped ahead over idle backoff waits (no pod was ready,
+    #: so time was skipped rather than waited for); 0 when it never idled.
+    idle_skipped_seconds: float
     p50_ms: float
     p99_ms: float
     attempt_p50_ms: float
@@ -114,6 +122,7 @@ def run_workload(
         init += 1
     sched.run_until_idle()
 
+    skipped = 0.0
     bound_at: list[float] = []
     attempts: list[float] = []
     failed: list[float] = []
@@ -152,6 +161,7 @@ def run_workload(
         wake = sched.queue.next_wakeup()
         if wake is None or wake - last_bind[0] > STALL_SECONDS:
             break
+        skipped += max(0.0, wake - clock.now())
         clock.set(max(clock.now(), wake))
     elapsed = timer() - start
     sched.results = None
@@ -166,9 +176,12 @@ def run_workload(
         init_pods=init,
         measured_pods=workload.num_measured,
         scheduled=len(bound_at),
+        unscheduled=workload.num_measured - len(bound_at),
         unschedulable_attempts=len(failed),
+        timer="cpu" if timer is time.process_time else "wall",
         seconds=elapsed,
-        pods_per_second=workload.num_measured / elapsed if elapsed > 0 else 0.0,
+        pods_per_second=len(bound_at) / elapsed if elapsed > 0 else 0.0,
+        idle_skipped_seconds=skipped,
         p50_ms=float(np.percentile(lat, 50)),
         p99_ms=float(np.percentile(lat, 99)),
         attempt_p50_ms=float(np.percentile(att, 50)),

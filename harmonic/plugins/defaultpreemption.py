@@ -48,6 +48,7 @@ from harmonic.framework.preemption import (
     filter_pods_with_pdb_violation,
     importance_key,
 )
+from harmonic.framework.services import PREEMPTION_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -96,6 +97,7 @@ class DefaultPreemption(PostFilterPlugin):
     NAME: ClassVar[str] = "DefaultPreemption"
     NODE_LOCAL: ClassVar[bool] = True
     Args: ClassVar[type[PluginArgs]] = DefaultPreemptionArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = PREEMPTION_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -213,7 +213,6 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        self.fit_args: NodeResourcesFitArgs = args
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = [(r.name, r.weight) for r in strategy.resources]

@@ -40,6 +40,7 @@ from harmonic.api.storage import (
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import FilterPlugin, PreFilterPlugin, PreFilterResult
+from harmonic.framework.services import VOLUME_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -59,6 +60,7 @@ class _Failure(Exception):
 
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = "NodeVolumeLimits"
+    NEEDS: ClassVar[tuple[Need, ...]] = VOLUME_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -70,6 +70,7 @@ from harmonic.framework.interface import (
     ScorePlugin,
 )
 from harmonic.framework.nodemasks import requirement_mask
+from harmonic.framework.services import VOLUME_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -270,6 +271,7 @@ def _newer(a: str, b: str) -> bool:
 # =========================================================================== plugin
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin):
     NAME: ClassVar[str] = "VolumeBinding"
+    NEEDS: ClassVar[tuple[Need, ...]] = VOLUME_NEEDS
     Args: ClassVar[type[PluginArgs]] = VolumeBindingArgs
 
     def __init__(self, args: Any, handle: Any) -> None:
@@ -411,20 +413,31 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         bits: np.ndarray,
         record: _FilterRecord,
     ) -> Verdicts | None:
-        """Static matching and provisioning of the WaitForFirstConsumer claims, for all nodes at once."""
-        n = len(slots)
+        """Static matching and provisioning of the WaitForFirstConsumer claims, for all nodes at once
+        (FindPodVolumes: a claim with a selected node pins the pod there, then findMatchingVolumes, then
+        checkVolumeProvisions for what no volume matched)."""
         names = snap.names()[slots]
         selected = [c for c in s.delayed if ANN_SELECTED_NODE in c.annotations]
+        stopped = np.zeros(len(slots), dtype=bool)
+        for c in selected:
+            stopped |= names != c.annotations[ANN_SELECTED_NODE]
+        bits[stopped] |= _BIND_CONFLICT
+        active = ~stopped
+        self._match_static(s, snap, slots, active, record)
+        return self._check_provisions(lister, snap, slots, selected, active, bits, record)
+
+    @staticmethod
+    def _match_static(
+        s: _State, snap: Snapshot, slots: np.ndarray, active: np.ndarray, record: _FilterRecord
+    ) -> None:
+        """findMatchingVolumes: per node, the smallest available volume for each claim (a volume pre-bound
+        to the claim first), no volume given to two claims; ``record.static`` gets each claim's choice."""
+        n = len(slots)
         # Claims to match sorted by requested size (upstream's sort is not stable; this one is).
         to_match = sorted(
             (c for c in s.delayed if ANN_SELECTED_NODE not in c.annotations),
             key=lambda c: c.request if c.request is not None else Fraction(0),
         )
-        stopped = np.zeros(n, dtype=bool)
-        for c in selected:
-            stopped |= names != c.annotations[ANN_SELECTED_NODE]
-        bits[stopped] |= _BIND_CONFLICT
-        active = ~stopped
         chosen: dict[str, np.ndarray] = {}
         affinity: dict[str, np.ndarray] = {}
 
@@ -474,7 +487,19 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                 chosen[name] = chosen[name] | hit if name in chosen else hit
             record.static.append((c, pvs, choice))
 
-        # Provisioning: claims with a selected node first, then the unmatched ones, first failure wins.
+    def _check_provisions(
+        self,
+        lister: VolumeLister,
+        snap: Snapshot,
+        slots: np.ndarray,
+        selected: list[PersistentVolumeClaim],
+        active: np.ndarray,
+        bits: np.ndarray,
+        record: _FilterRecord,
+    ) -> Verdicts | None:
+        """checkVolumeProvisions: claims with a selected node first, then the unmatched ones, first failure
+        wins per node; ``record.provisions`` gets where each claim can be provisioned."""
+        n = len(slots)
         failed = np.zeros(n, dtype=bool)
         candidates = [(c, active) for c in selected] + [
             (c, active & (choice < 0)) for c, _, choice in record.static

@@ -23,6 +23,7 @@ from harmonic.api.storage import DISK_KINDS, PVC, READ_WRITE_ONCE_POD, pod_volum
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import FilterPlugin, PreFilterPlugin, PreFilterResult
+from harmonic.framework.services import VOLUME_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -56,6 +57,7 @@ class _State:
 
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = "VolumeRestrictions"
+    NEEDS: ClassVar[tuple[Need, ...]] = VOLUME_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

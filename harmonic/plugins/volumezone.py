@@ -23,6 +23,7 @@ from harmonic.api.storage import PVC, WAIT_FOR_FIRST_CONSUMER, pod_volumes
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import FilterPlugin, PreFilterPlugin, PreFilterResult
+from harmonic.framework.services import VOLUME_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -54,6 +55,7 @@ def label_zones(value: str) -> frozenset[str] | None:
 
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = "VolumeZone"
+    NEEDS: ClassVar[tuple[Need, ...]] = VOLUME_NEEDS
 
     def pre_filter(
         self, state: CycleState, pod: Pod, snap: Snapshot

@@ -129,7 +129,6 @@ class LiveRescheduler:
         self.services = dict(services or {})
         self.clock = clock
         self.recent: dict[str, float] = {}
-        self.last_cycle_ok: float | None = None
         self.last_error = ""
         self.metrics_registry = CollectorRegistry()
         self.counters = _Counters()
@@ -178,7 +177,6 @@ class LiveRescheduler:
             if not self.dry_run:
                 self.execute(result, state, report)
             self.last_error = ""
-            self.last_cycle_ok = self.clock()
         except (ApiStatusError, TransportError) as e:
             report.error = self.last_error = f"listing the cluster: {e}"
             log.error("rescheduler cycle failed", extra={"error": str(e)})

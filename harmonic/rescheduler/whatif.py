@@ -20,6 +20,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
+from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 
@@ -49,7 +50,7 @@ class _FixedClock:
         return self._now
 
 
-class _Handle:
+class _Handle(ServiceAccess):
     def __init__(self, w: WhatIf, profile: str) -> None:
         self._w = w
         self._profile = profile
@@ -77,8 +78,8 @@ class _Handle:
     def waiting_pod(self, uid: str) -> Any:
         return None
 
-    def service(self, name: str) -> Any:
-        return self._w.services[name]
+    def service_map(self) -> Mapping[str, Any]:
+        return self._w.services
 
 
 def replacement(pod: Pod) -> Pod:
@@ -149,26 +150,13 @@ class WhatIf:
     # ------------------------------------------------------------------ questions
     def feasible(self, pod: Pod, slots: np.ndarray | None = None) -> tuple[np.ndarray, CycleState]:
         """Slots (of ``slots``, default every listed node) where ``pod`` passes PreFilter and Filter."""
-        snap = self.snapshot
-        state = CycleState()
-        fw = self.framework
-        pre, st, _ = fw.run_pre_filter(state, pod, snap)
-        empty = np.zeros(0, dtype=np.int64)
-        if st is not None:
-            if st.code == Code.ERROR:
-                raise WhatIfError(st.message)
-            return empty, state
-        cand = snap.order if slots is None else np.asarray(slots, dtype=np.int64)
-        if pre is not None and pre.node_names is not None:
-            names = snap.names()
-            keep = np.fromiter((names[s] in pre.node_names for s in cand), dtype=bool, count=len(cand))
-            cand = cand[keep]
-        if len(cand) == 0:
-            return empty, state
-        outcome, st = fw.run_filters(state, pod, snap, cand)
-        if st is not None:
-            raise WhatIfError(st.message)
-        return cand[outcome.codes == 0], state
+        cand = self.snapshot.order if slots is None else np.asarray(slots, dtype=np.int64)
+        ev = self.framework.evaluate(pod, self.snapshot, cand)
+        if ev.pre_filter is not None and ev.pre_filter.code == Code.ERROR:
+            raise WhatIfError(ev.pre_filter.message)
+        if ev.error is not None:
+            raise WhatIfError(ev.error.message)
+        return cand[ev.passed], ev.state
 
     def fits(self, pod: Pod, node: str) -> bool:
         slot = self.snapshot.slot_of.get(node)
@@ -177,18 +165,8 @@ class WhatIf:
         ok, _ = self.feasible(pod, np.asarray([slot], dtype=np.int64))
         return len(ok) == 1
 
-    def fits_anywhere_else(self, pod: Pod, node: str) -> bool:
-        """Whether the pod's replacement passes the filters on some node other than ``node``."""
-        ok, _ = self.feasible(replacement(pod))
-        names = self.snapshot.names()
-        return any(names[s] != node for s in ok.tolist())
-
     def scores(self, pod: Pod, slots: np.ndarray, state: CycleState) -> np.ndarray:
-        fw, snap = self.framework, self.snapshot
-        st = fw.run_pre_score(state, pod, snap, slots)
-        if st is not None:
-            raise WhatIfError(st.message)
-        total, _, st = fw.run_score(state, pod, snap, slots)
+        total, _, st = self.framework.score_nodes(state, pod, self.snapshot, slots)
         if st is not None:
             raise WhatIfError(st.message)
         return total

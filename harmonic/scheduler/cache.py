@@ -25,7 +25,6 @@ class _PodState:
     pod: Pod
     node: str
     assumed: bool
-    binding_finished: bool = False
     deadline: float | None = None
 
 
@@ -72,11 +71,9 @@ class Cache:
     def finish_binding(self, pod: Pod) -> None:
         """The binding call returned (whatever its outcome): the expiry clock starts (FinishBinding)."""
         st = self._pods.get(pod.uid)
-        if st is not None and st.assumed:
-            st.binding_finished = True
-            if self.assumed_ttl > 0:
-                st.deadline = self._clock.now() + self.assumed_ttl
-                self._expiring[pod.uid] = st
+        if st is not None and st.assumed and self.assumed_ttl > 0:
+            st.deadline = self._clock.now() + self.assumed_ttl
+            self._expiring[pod.uid] = st
 
     def forget(self, pod: Pod) -> None:
         """Undo ``assume`` (ForgetPod)."""

@@ -220,9 +220,6 @@ class SchedulingQueue:
         """The attempt is over and the pod is not coming back through ``add_unschedulable``."""
         self._in_flight.pop(uid, None)
 
-    def in_flight(self, uid: str) -> bool:
-        return uid in self._in_flight
-
     def add_unschedulable(self, qp: QueuedPodInfo) -> bool:
         """A pod whose attempt failed (AddUnschedulableIfNotPresent). Rejected pods go to the unschedulable
         pool unless an event seen while they were in flight may help them; pods that failed without a
@@ -384,9 +381,6 @@ class SchedulingQueue:
         # cannot overflow the float.
         duration = self.initial_backoff * 2.0 ** min(count - 1, 63)
         return self.max_backoff if duration > self.max_backoff else duration
-
-    def is_backing_off(self, qp: QueuedPodInfo) -> bool:
-        return self._is_backing_off(qp)
 
     # ------------------------------------------------------------------ requeueing
     def _requeue(self, qp: QueuedPodInfo, strategy: Strategy) -> str:

@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,7 +53,8 @@ from harmonic.framework.events import (
     node_update_events,
     pod_update_events,
 )
-from harmonic.framework.interface import Clock, PluginsRunner, QueuedPodInfo
+from harmonic.framework.handle import ProfileHandle
+from harmonic.framework.interface import Clock, QueuedPodInfo
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import ExtensionPointRecorder, Framework
 from harmonic.framework.snapshot import Snapshot
@@ -185,48 +186,21 @@ class _Fit:
     feasible: int
 
 
-class _ProfileHandle:
-    """The framework.Handle a profile's plugins receive."""
-
-    def __init__(self, sched: Scheduler, profile_name: str) -> None:
-        self._sched = sched
-        self._profile = profile_name
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._sched.cache.snapshot
-
-    @property
-    def client(self) -> SchedulerClient:
-        return self._sched.client
-
-    @property
-    def clock(self) -> Clock:
-        return self._sched.clock
-
-    @property
-    def profile_name(self) -> str:
-        return self._profile
-
-    @property
-    def runner(self) -> PluginsRunner:
-        return self._sched.frameworks[self._profile]
-
-    def waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self._sched.waiting_pods.get(uid)
-
-    def waiting_pods(self) -> list[WaitingPod]:
-        """Every pod waiting at Permit (IterateOverWaitingPods)."""
-        return list(self._sched.waiting_pods.values())
-
-    def service(self, name: str) -> Any:
-        return self._sched.services[name]
-
-    def activate(self, pods: Iterable[Pod]) -> None:
-        self._sched.queue.activate(pods)
-
-
 class Scheduler:
+    def _handle(self, profile: str) -> ProfileHandle:
+        """The handle of a profile's plugins: this scheduler's cache, client, clock and services."""
+        return ProfileHandle(
+            profile,
+            snapshot=lambda: self.cache.snapshot,
+            client=lambda: self.client,
+            clock=lambda: self.clock,
+            runner=lambda: self.frameworks[profile],
+            services=self.services,
+            waiting_pod=self.waiting_pods.get,
+            waiting_pods=lambda: list(self.waiting_pods.values()),
+            activate=lambda pods: self.queue.activate(pods),
+        )
+
     def __init__(
         self,
         config: SchedulerConfiguration,
@@ -257,7 +231,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             self.frameworks[prof.scheduler_name] = Framework(
-                prof, registry, _ProfileHandle(self, prof.scheduler_name), recorder
+                prof, registry, self._handle(prof.scheduler_name), recorder
             )
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(

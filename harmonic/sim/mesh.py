@@ -18,23 +18,40 @@ CommunicationAffinity: the sources from the plugin's ``telemetry`` args when giv
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 import numpy as np
 
 from harmonic.framework.config import Profile
 from harmonic.plugins.communicationaffinity.setup import PLUGIN, profile_telemetry
+from harmonic.scheduler.clock import ManualClock
 from harmonic.signals.config import TelemetryConfig
 from harmonic.signals.graph import AffinityGraph
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.prometheus import PRESETS, PrometheusSource
 from harmonic.signals.service import GraphService
 from harmonic.signals.telemetry import Reading, TelemetrySource, TrafficSample
+from harmonic.sim.plan import Plan
 from harmonic.sim.topology import TopologyInstance
+from harmonic.sim.truth.observer import TruthObserver
 
-if TYPE_CHECKING:
-    from harmonic.sim.engine import World
+
+class World(Protocol):
+    """What the mesh reads of a profile's simulated world (``engine.World``): a protocol, so that this
+    module does not import the engine, which imports it."""
+
+    mesh_counters: MeshCounters | None
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def truth(self) -> TruthObserver: ...
+
+    @property
+    def clock(self) -> ManualClock: ...
+
 
 Edge = tuple[WorkloadKey, WorkloadKey]
 MESH_URL = "http://prometheus.mesh.simulated"

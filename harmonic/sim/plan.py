@@ -11,6 +11,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -377,7 +378,28 @@ class _Builder:
             self.create(obj, t, w.lifetime, f"workloads[{i}]")
 
     def _alibaba(self, i: int, w: AlibabaTraceWorkload) -> None:
+        """Alibaba cluster-trace-v2018: batch_task rows become Jobs, container_meta rows ReplicaSets
+        scaled as containers of the same shape appear."""
         mem100 = tr.memory_quantity(w.memory_at100, self.source, f"workloads[{i}].memoryAt100")
+        tasks, containers = self._read_alibaba(i, w, mem100)
+        times = [t.start for t in tasks] + [c.time for c in containers]
+        if not times:
+            return
+        t0 = w.trace_start if w.trace_start is not None else min(times)
+        t_end = w.trace_end if w.trace_end is not None else math.inf
+        origin = f"workloads[{i}]"
+        jobs = self._alibaba_tasks(w, tasks, t0, t_end, origin)
+        replica_sets = self._alibaba_containers(w, containers, t0, t_end, origin)
+        if w.container_usage is not None or w.batch_instance is not None:
+            from harmonic.sim.usage.alibaba import trace_usage
+
+            self.trace_usage.update(
+                trace_usage(w, self.base, self.source, origin, t0, replica_sets, jobs, mem100, self.skipped)
+            )
+
+    def _read_alibaba(
+        self, i: int, w: AlibabaTraceWorkload, mem100: Fraction
+    ) -> tuple[list[tr.BatchTask], list[tr.Container]]:
         tasks: list[tr.BatchTask] = []
         containers: list[tr.Container] = []
         for attr, reader in (("batch_task", tr.read_batch_tasks), ("container_meta", tr.read_containers)):
@@ -392,14 +414,14 @@ class _Builder:
                 tasks = rows  # type: ignore[assignment]
             else:
                 containers = rows  # type: ignore[assignment]
-        times = [t.start for t in tasks] + [c.time for c in containers]
-        if not times:
-            return
-        t0 = w.trace_start if w.trace_start is not None else min(times)
-        t_end = w.trace_end if w.trace_end is not None else math.inf
-        origin = f"workloads[{i}]"
+        return tasks, containers
+
+    def _alibaba_tasks(
+        self, w: AlibabaTraceWorkload, tasks: list[tr.BatchTask], t0: float, t_end: float, origin: str
+    ) -> dict[tuple[str, str], tuple[str, int, int]]:
+        """Each batch task in the window: a Job of ``instances`` pods running for the task's duration.
+        Returns (job, task) -> (Job name, CPU milli, memory bytes), for the trace's usage files."""
         jobs: dict[tuple[str, str], tuple[str, int, int]] = {}
-        replica_sets: dict[str, list[str]] = {}
         for task in tasks:
             if task.start < t0 or task.start >= t_end:
                 self.skipped["batch_task: outside traceStart..traceEnd"] += 1
@@ -439,6 +461,14 @@ class _Builder:
             assert obj is not None
             self.create(obj, task.start - t0, None, origin)
             jobs[(task.job, task.task)] = (name, task.cpu_milli, task.memory_bytes)
+        return jobs
+
+    def _alibaba_containers(
+        self, w: AlibabaTraceWorkload, containers: list[tr.Container], t0: float, t_end: float, origin: str
+    ) -> dict[str, list[str]]:
+        """Online containers in the window: one ReplicaSet per (app_du, shape), scaled up by each further
+        container of that shape. Returns app_du -> its ReplicaSets' names, for the trace's usage files."""
+        replica_sets: dict[str, list[str]] = {}
         groups: dict[tuple[str, int, int], int] = {}
         names: dict[tuple[str, int, int], str] = {}
         per_app: Counter[str] = Counter()
@@ -490,12 +520,7 @@ class _Builder:
             else:
                 groups[shape] += 1
                 self.add(t, Scale(f"ReplicaSet/{w.namespace}/{names[shape]}", groups[shape]), origin)
-        if w.container_usage is not None or w.batch_instance is not None:
-            from harmonic.sim.usage.alibaba import trace_usage
-
-            self.trace_usage.update(
-                trace_usage(w, self.base, self.source, origin, t0, replica_sets, jobs, mem100, self.skipped)
-            )
+        return replica_sets
 
     # ------------------------------------------------------------------ events
     def events(self) -> None:

@@ -4,17 +4,35 @@ inlined, no network needed to view it), and the side-by-side text table the CLI 
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plotly.offline import get_plotlyjs
-
 from harmonic.sim.engine import World
 from harmonic.sim.metrics import summarize
 from harmonic.sim.plan import Plan
+
+#: Stands in for plotly.js when the ``sim`` extra is not installed: the page loads, without plots.
+_NO_PLOTLY = "window.Plotly = {newPlot: function () {}};"
+
+
+def _plotly_js() -> str:
+    """plotly.js inlined, so the report is one file that works offline; a stub without harmonic[sim]."""
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        return _NO_PLOTLY
+    return str(get_plotlyjs())
+
+
+def _plotly_missing() -> str:
+    if importlib.util.find_spec("plotly") is not None:
+        return ""
+    return "<p><strong>Plots need plotly: <code>pip install 'harmonic[sim]'</code>.</strong></p>"
+
 
 #: One colour per profile, in run order (plotly's default qualitative palette).
 _COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
@@ -341,9 +359,9 @@ body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px
 table {{ border-collapse: collapse; }} td, th {{ padding: .3rem .8rem; border-bottom: 1px solid #ddd; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }} .fig {{ height: 420px; }}
 </style>
-<script>{get_plotlyjs()}</script>
+<script>{_plotly_js()}</script>
 </head><body>
-<h1>Simulation: {html.escape(sc["name"])}</h1>
+<h1>Simulation: {html.escape(sc["name"])}</h1>{_plotly_missing()}
 <p>{html.escape(" · ".join(facts))}. Metrics: <a href="metrics.json">metrics.json</a>.</p>
 <h2>Side by side</h2>
 <table id="summary"><thead><tr><th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table>

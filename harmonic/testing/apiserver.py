@@ -61,7 +61,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aiohttp import web
+try:
+    from aiohttp import web
+except ImportError as e:  # an extra, not a runtime dependency of the scheduler
+    raise ImportError("harmonic.testing.apiserver needs aiohttp: pip install 'harmonic[testing]'") from e
 
 from harmonic.api.errors import ObjectError
 from harmonic.api.selectors import label_selector

@@ -56,7 +56,7 @@ def test_apply_replace_delete() -> None:
         ),
         (
             _obj("ReplicaSet", "r", {"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}),
-            "ReplicaSet default/r: spec.selector.matchExpressions[0].values: must be non-empty for operator In",
+            "ReplicaSet default/r: spec.selector.matchExpressions[0]: values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
         ),
         (_obj("StatefulSet", "s", "x"), "StatefulSet default/s: spec: must be an object"),
     ],

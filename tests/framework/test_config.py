@@ -142,7 +142,6 @@ def test_default_profile_expands_like_kube_scheduler():
     assert cfg.percentage_of_nodes_to_score == 0
     assert p.percentage_of_nodes_to_score is None
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (1.0, 10.0)
-    assert cfg.parallelism == 16
 
 
 def test_default_profile_with_harmonics_plugins_keeps_upstream_order():
@@ -617,3 +616,59 @@ def test_config_file_round_trip(tmp_path):
     cfg = load_config_file(f, in_tree_registry())
     assert cfg.profiles[0].scheduler_name == "x" and cfg.profiles[0].plugins_at("score") == ()
     assert cfg.source == str(f)
+
+
+@pytest.mark.parametrize(
+    ("doc", "warnings"),
+    [
+        pytest.param({}, [], id="defaults"),
+        # Upstream's defaults written out are not a change and warn about nothing.
+        pytest.param(
+            {
+                "parallelism": 16,
+                "enableProfiling": True,
+                "clientConnection": {"contentType": "application/vnd.kubernetes.protobuf"},
+                "delayCacheUntilActive": False,
+            },
+            [],
+            id="upstream defaults spelled out",
+        ),
+        pytest.param({"parallelism": 32}, ["<t>: parallelism: 32 is ignored"], id="parallelism"),
+        pytest.param(
+            {"clientConnection": {"contentType": "application/json"}},
+            ["<t>: clientConnection.contentType: 'application/json' is ignored"],
+            id="contentType",
+        ),
+        pytest.param(
+            {"clientConnection": {"acceptContentTypes": "application/json"}},
+            ["<t>: clientConnection.acceptContentTypes: 'application/json' is ignored"],
+            id="acceptContentTypes",
+        ),
+        pytest.param(
+            {"metricsBindAddress": "0.0.0.0:10251", "healthzBindAddress": "0.0.0.0:10251"},
+            [
+                "<t>: healthzBindAddress: '0.0.0.0:10251' is ignored",
+                "<t>: metricsBindAddress: '0.0.0.0:10251' is ignored",
+            ],
+            id="bind addresses",
+        ),
+        pytest.param(
+            {"enableProfiling": False, "enableContentionProfiling": False},
+            ["<t>: enableProfiling: False is ignored", "<t>: enableContentionProfiling: False is ignored"],
+            id="profiling",
+        ),
+        pytest.param(
+            {"delayCacheUntilActive": True}, ["<t>: delayCacheUntilActive: True is ignored"], id="delayCache"
+        ),
+    ],
+)
+def test_ignored_upstream_fields_warn_when_set(doc, warnings, caplog):
+    with caplog.at_level("WARNING", logger="harmonic.framework.config"):
+        cfg = load_config(doc, in_tree_registry(), source="<t>")
+    # Each warning names the field and value, then says why it has no effect.
+    assert [w.split(" (")[0] for w in cfg.warnings] == warnings
+    assert all(" (" in w for w in cfg.warnings)
+    assert [r.getMessage() for r in caplog.records] == list(cfg.warnings)
+    # Ignored means ignored: the resolved configuration is the default one.
+    default = load_config({}, in_tree_registry(), source="<t>")
+    assert cfg.profiles == default.profiles

@@ -226,7 +226,7 @@ def test_dry_run_filter_calls_match_upstream(fake_filter, case, calls):
         case["pods"], case["offsets"], calls, case["expected"]["candidates"], strict=True
     ):
         before = FakeFilter.calls
-        got = dry_run(fw, plugin, snap, parse_pod(raw), offset, handle.service("pdbs"))
+        got = dry_run(fw, plugin, snap, parse_pod(raw), offset, handle.service("pdbs")())
         assert FakeFilter.calls - before == want_calls
         assert summary(got) == [(c["node"], c["victims"], c["numPDBViolations"]) for c in want]
 
@@ -504,7 +504,7 @@ def test_chunked_victim_selection_equals_node_by_node(sc):
         )
         plugin.batch_dry_run = batch
         before = (snap.requested.copy(), [list(d) for d in snap.pods])
-        got = dry_run(fw, plugin, snap, parse_pod(sc["preemptor"]), sc["offset"], handle.service("pdbs"))
+        got = dry_run(fw, plugin, snap, parse_pod(sc["preemptor"]), sc["offset"], handle.service("pdbs")())
         # The what-if evaluation leaves the snapshot exactly as it was, pod order included.
         assert np.array_equal(snap.requested, before[0])
         assert [list(d) for d in snap.pods] == before[1]
@@ -527,7 +527,7 @@ def test_preemption_evicts_only_lower_priority_pods_that_make_room_and_spares_bu
     fw.run_pre_filter(state, preemptor, snap)
     offset, num = sc["offset"], plugin.calculate_num_candidates(snap.num_nodes)
     candidates, _, _ = plugin.evaluator.dry_run_preemption(
-        state, preemptor, snap.order, handle.service("pdbs"), offset, num
+        state, preemptor, snap.order, handle.service("pdbs")(), offset, num
     )
     plugin.offset_rand = lambda n: offset
     every = {n.name: "Unschedulable" for _, n in snap.iter_nodes()}

@@ -5,7 +5,8 @@ measured pod has priority 10 and needs 3 CPUs, so it preempts three of them, is 
 its next attempt. Upstream runs it at 1,000 nodes with no CI threshold.
 
 PreemptionAsync: the same filled cluster; while regular pods (100m) are measured, a high-priority pod
-that must preempt is created every 200 ms. Upstream's threshold is 570 pods/s at 5,000 nodes.
+that must preempt is created every 200 ms. Upstream's threshold is 570 pods/s at 5,000 nodes,
+measured with a real API server (not comparable with the in-process figures here).
 """
 
 from __future__ import annotations

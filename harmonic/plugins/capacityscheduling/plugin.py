@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harmonic.api.batch import ELASTIC_QUOTA, BatchObjects, ElasticQuota
-from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
 from harmonic.api.pdb import PodDisruptionBudget
 from harmonic.api.pod import Pod
 from harmonic.api.resources import Resources
@@ -49,6 +48,7 @@ from harmonic.framework.preemption import (
     filter_pods_with_pdb_violation,
     importance_key,
 )
+from harmonic.framework.services import BATCH, NOMINATOR, PODS, PREEMPTION_NEEDS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.plugins.capacityscheduling.quota import QuotaInfo, QuotaInfos, add
@@ -87,13 +87,11 @@ class _QuotaSnapshot:
 class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
     NAME: ClassVar[str] = "CapacityScheduling"
     Args: ClassVar[type[PluginArgs]] = NoArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = (Need(BATCH), Need(PODS), *PREEMPTION_NEEDS)
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
-        try:
-            self.batch: BatchObjects = handle.service(BATCH_SERVICE)
-        except KeyError:
-            self.batch = BatchObjects()
+        self.batch: BatchObjects = handle.service(BATCH)
         self._infos = QuotaInfos()
         for eq in list(self.batch.quotas.values()):
             self._infos[eq.namespace] = QuotaInfo.of(eq)
@@ -103,12 +101,7 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         self.evaluator = Evaluator(self.NAME, handle, self)
         #: Metrics: preemptions run to reclaim borrowed capacity (victims in other namespaces).
         self.reclaim_preemptions = 0
-        try:
-            pods = handle.service("pods")
-        except KeyError:
-            pods = None
-        if pods is not None:
-            pods.add_handler(self._on_pod)
+        handle.service(PODS).add_handler(self._on_pod)
 
     # ------------------------------------------------------------------ informer handlers
     def _on_batch(self, kind: str, old: Any, new: Any) -> None:
@@ -209,9 +202,8 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         return None, None
 
     def _nominated_pods(self) -> Iterable[Pod]:
-        try:
-            nominator: Any = self.handle.service("nominator")
-        except KeyError:
+        nominator = self.handle.optional_service(NOMINATOR)
+        if nominator is None:
             return
         for node in nominator.nodes():
             yield from nominator.nominated_pods_for_node(node)

@@ -32,8 +32,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
-from harmonic.api.batch import BatchObjects
 from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
@@ -50,6 +48,7 @@ from harmonic.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
 )
+from harmonic.framework.services import BATCH, PODS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -73,26 +72,19 @@ class Coscheduling(
 ):
     NAME: ClassVar[str] = "Coscheduling"
     Args: ClassVar[type[PluginArgs]] = CoschedulingArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = (Need(BATCH), Need(PODS))
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cs_args: CoschedulingArgs = args
-        try:
-            batch: BatchObjects = handle.service(BATCH_SERVICE)
-        except KeyError:
-            batch = BatchObjects()
+        batch = handle.service(BATCH)
         now = handle.clock.now
         self.timeout = float(args.permit_waiting_time_seconds)
         self.mgr = PodGroupManager(batch, now, self.timeout)
         self.reject_threshold = args.pod_group_reject_percentage / 100.0
         self.guard = GangGuard(now, self.timeout) if args.gang_guard else None
-        try:
-            pods = handle.service("pods")
-        except KeyError:
-            pods = None
-        self.pods = pods
-        if pods is not None:
-            pods.add_handler(self._on_pod)
+        self.pods = handle.service(PODS)
+        self.pods.add_handler(self._on_pod)
 
     def _on_pod(self, old: Pod | None, new: Pod | None) -> None:
         self.mgr.on_pod(old, new)
@@ -120,7 +112,7 @@ class Coscheduling(
     def _room_freed(self, pod: Pod, old: Any, new: Any) -> Hint:
         """Only a pod that was bound frees room; an assumed pod let go at Permit does not (its gang's
         failure would otherwise requeue the gangs it just failed beside, without end)."""
-        listed = self.pods.get(old.uid) if self.pods is not None and old is not None else None
+        listed = self.pods.get(old.uid) if old is not None else None
         return Hint.SKIP if listed is not None and not listed.node_name else Hint.QUEUE
 
     # ------------------------------------------------------------------ QueueSort

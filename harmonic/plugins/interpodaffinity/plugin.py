@@ -20,6 +20,7 @@ from harmonic.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from harmonic.framework.services import NAMESPACES, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -29,7 +30,6 @@ from harmonic.plugins.interpodaffinity.domains import DomainMapper
 from harmonic.plugins.interpodaffinity.index import ANTI, HARD, PREFERRED, ExistingTerms
 from harmonic.plugins.interpodaffinity.terms import (
     NAME,
-    NAMESPACES_SERVICE,
     NO_LABELS,
     WeightedTerm,
     matches_all,
@@ -45,6 +45,9 @@ PRE_SCORE_KEY = "PreScore" + NAME
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = NAME
     Args: ClassVar[type[InterPodAffinityArgs]] = InterPodAffinityArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = (
+        Need(NAMESPACES, "every namespace counts as unlabelled: only an empty namespaceSelector selects it"),
+    )
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         super().__init__(args, handle)
@@ -57,11 +60,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return self._domains
 
     def _namespaces(self) -> Mapping[str, Mapping[str, str]] | None:
-        try:
-            service: Mapping[str, Mapping[str, str]] = self.handle.service(NAMESPACES_SERVICE)
-        except KeyError:
-            return None
-        return service
+        return self.handle.optional_service(NAMESPACES)
 
     def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
         """GetNamespaceLabelsSnapshot: the namespace's labels, none when it is unknown."""

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harmonic.api.pod import Pod
-from harmonic.api.selectors import IN, MATCH_NOTHING, NOT_IN, LabelSelector
+from harmonic.api.selectors import IN, MATCH_NOTHING, NOT_IN, LabelSelector, SelectorError, parse_selector
 from harmonic.framework.snapshot import extra_key
-from harmonic.plugins.interpodaffinity.selectors import SelectorError, parse_selector
 
 NAME = "InterPodAffinity"
 _CACHE = extra_key(NAME, "terms")

@@ -10,7 +10,7 @@ import numpy as np
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod
-from harmonic.api.workloads import SERVICE_NAME, Workloads
+from harmonic.api.workloads import Workloads
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Hint, Resource
 from harmonic.framework.interface import (
@@ -21,6 +21,7 @@ from harmonic.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from harmonic.framework.services import WORKLOADS, Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -54,14 +55,19 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.defaults = compile_defaults([c.manifest() for c in args.effective_constraints])
 
     # ------------------------------------------------------------------ constraints
+    @classmethod
+    def needs(cls, args: PodTopologySpreadArgs) -> Sequence[Need]:
+        # Only default constraints read the workloads' selectors.
+        if not args.effective_constraints:
+            return ()
+        return (
+            Need(WORKLOADS, "pods that declare no constraints get none, as if no workload selected them"),
+        )
+
     def _workloads(self) -> Workloads | None:
         if not self.defaults:
             return None
-        try:
-            workloads: Workloads = self.handle.service(SERVICE_NAME)
-        except KeyError:
-            return None
-        return workloads
+        return self.handle.optional_service(WORKLOADS)
 
     def constraints(self, pod: Pod, action: str) -> tuple[Constraint, ...]:
         """The pod's constraints for ``action``, or the defaults when it declares none (getConstraints)."""

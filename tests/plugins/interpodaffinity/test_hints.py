@@ -10,6 +10,7 @@ import pytest
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
 from harmonic.framework.events import Action, Hint, Resource
+from harmonic.framework.services import NAMESPACES, ServiceAccess
 from harmonic.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from harmonic.testing import pod
 
@@ -17,18 +18,18 @@ Q, SKIP = Hint.QUEUE, Hint.SKIP
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
-class _Handle:
+class _Handle(ServiceAccess):
     """SetupPluginWithInformers with upstream's ``namespaces`` objects."""
 
-    def service(self, name: str) -> Any:
-        if name != "namespaces":
-            raise KeyError(name)
+    def service_map(self) -> dict[str, Any]:
         team1, team2 = {"team": "team1"}, {"team": "team2"}
         return {
-            "subteam1.team1": team1,
-            "subteam2.team1": team1,
-            "subteam1.team2": team2,
-            "subteam2.team2": team2,
+            NAMESPACES.name: {
+                "subteam1.team1": team1,
+                "subteam2.team1": team1,
+                "subteam1.team2": team2,
+                "subteam2.team2": team2,
+            }
         }
 
 

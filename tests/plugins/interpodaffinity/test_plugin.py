@@ -10,7 +10,7 @@ import pytest
 
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
-from harmonic.api.selectors import IN, NOT_IN, Requirement
+from harmonic.api.selectors import IN, NOT_IN, Requirement, SelectorError, parse_selector
 from harmonic.conformance import build, evaluate, preemption_setup
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.podcounts import PodMatch
@@ -22,7 +22,6 @@ from harmonic.plugins.interpodaffinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH as EXISTING_REASON,
 )
 from harmonic.plugins.interpodaffinity.index import ANTI, HARD, PREFERRED, PREFERRED_TERMS, ExistingTerms
-from harmonic.plugins.interpodaffinity.selectors import SelectorError, parse_selector
 from harmonic.plugins.interpodaffinity.terms import AffinityTerm, merge_namespaces, pod_terms
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness

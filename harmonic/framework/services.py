@@ -1,0 +1,159 @@
+"""The shared services a scheduler offers its plugins, typed, and what each plugin needs of them.
+
+kube-scheduler's plugins reach shared informers and listers through ``framework.Handle``
+(``SharedInformerFactory()``, ``SharedDRAManager()``...). Harmonic's adapters (the live scheduler, the
+extender, the simulator's in-memory cluster, the conformance runner, the rescheduler's what-if) each
+offer a set of *services* by name; a ``ServiceKey`` names one and carries its type, so
+``handle.service(WORKLOADS)`` is a ``Workloads`` to the type checker.
+
+A plugin declares what it reads with ``needs(args)`` (``Need`` entries). When a profile is built
+(``check_needs``), a missing service is either
+
+- refused: the plugin cannot do its job without it (``Need.without`` is ``None``), so the profile is not
+  started and the error names the profile, plugin and service; or
+- a degraded mode the plugin was written for (``Need.without`` says what changes), logged once per
+  process as a warning, so the change in decisions is never silent.
+
+The services (name: type, who offers it):
+
+- ``nominator``: ``PodNominator``, pods nominated to nodes by preemption; every ``Scheduler`` adds its own.
+- ``pods``: ``PodListing``, every pod the scheduler has heard of, with change handlers; the scheduler
+  and the extender add their own.
+- ``pdbs``: a callable returning every PodDisruptionBudget as compiled ``PodDisruptionBudget``\\ s.
+- ``namespaces``: ``Mapping`` namespace name -> its labels (namespaceSelector in pod affinity terms).
+- ``workloads``: ``Workloads``, the selectors of Services, ReplicationControllers, ReplicaSets and
+  StatefulSets (PodTopologySpread's default constraints).
+- ``volumes``: ``VolumeLister``, PersistentVolumes, claims, StorageClasses, CSINodes and attachments.
+- ``batch``: ``BatchObjects``, scheduler-plugins' PodGroups and ElasticQuotas.
+
+Plugins may add their own keys (the affinity graph, the dissonance model) the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
+
+from harmonic.api.batch import SERVICE_NAME as BATCH_NAME
+from harmonic.api.workloads import SERVICE_NAME as WORKLOADS_NAME
+
+if TYPE_CHECKING:
+    from harmonic.api.batch import BatchObjects
+    from harmonic.api.pdb import PodDisruptionBudget
+    from harmonic.api.pod import Pod
+    from harmonic.api.workloads import Workloads
+    from harmonic.framework.interface import PodNominator
+    from harmonic.framework.volumes import VolumeLister
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ServiceKey(Generic[T]):
+    """The name of a handle service and, through ``T``, its type."""
+
+    name: str
+    #: What it holds, for error messages.
+    what: str
+
+
+class PodListing(Protocol):
+    """The ``pods`` service (scheduler.podlister.PodLister)."""
+
+    def add_handler(self, fn: Callable[[Pod | None, Pod | None], None], replay: bool = True) -> None: ...
+
+    def get(self, uid: str) -> Pod | None: ...
+
+
+NOMINATOR: ServiceKey[PodNominator] = ServiceKey("nominator", "pods nominated to nodes by preemption")
+PODS: ServiceKey[PodListing] = ServiceKey("pods", "every pod the scheduler has heard of")
+PDBS: ServiceKey[Callable[[], list[PodDisruptionBudget]]] = ServiceKey("pdbs", "PodDisruptionBudgets")
+NAMESPACES: ServiceKey[Mapping[str, Mapping[str, str]]] = ServiceKey("namespaces", "namespace labels")
+WORKLOADS: ServiceKey[Workloads] = ServiceKey(
+    WORKLOADS_NAME, "the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets"
+)
+VOLUMES: ServiceKey[VolumeLister] = ServiceKey("volumes", "PersistentVolumes, claims and storage classes")
+BATCH: ServiceKey[BatchObjects] = ServiceKey(BATCH_NAME, "PodGroups and ElasticQuotas")
+
+
+class MissingServiceError(ValueError):
+    """A profile's plugin needs a service its scheduler was not given."""
+
+
+@dataclass(frozen=True)
+class Need:
+    """A service a plugin reads. ``without``: what the plugin does when it is absent (a degraded mode,
+    logged once); ``None`` when it cannot work without it (the profile is refused)."""
+
+    key: ServiceKey[Any]
+    without: str | None = None
+
+
+#: What preemption (DefaultPreemption, CapacityScheduling's reclaiming) reads.
+PREEMPTION_NEEDS = (
+    Need(NOMINATOR, "pods nominated by earlier preemptions are neither counted nor un-nominated"),
+    Need(PDBS, "no PodDisruptionBudget protects a victim"),
+)
+#: What the volume plugins read.
+VOLUME_NEEDS = (Need(VOLUMES, "no storage objects exist: a pod's claims and volumes are not found"),)
+
+
+class ServiceAccess:
+    """Typed access to a handle's services; a handle subclasses it and implements ``service_map``."""
+
+    def service_map(self) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    @overload
+    def service(self, key: ServiceKey[T]) -> T: ...
+
+    @overload
+    def service(self, key: str) -> Any: ...
+
+    def service(self, key: ServiceKey[Any] | str) -> Any:
+        """The service; ``KeyError`` naming it if the scheduler has none."""
+        name = key if isinstance(key, str) else key.name
+        services = self.service_map()
+        if name not in services:
+            raise KeyError(f"no {name!r} service")
+        return services[name]
+
+    def optional_service(self, key: ServiceKey[T]) -> T | None:
+        """The service, or ``None`` when the scheduler has none (a declared degraded mode)."""
+        return cast("T | None", self.service_map().get(key.name))
+
+    def has_service(self, key: ServiceKey[Any]) -> bool:
+        return key.name in self.service_map()
+
+
+#: (plugin, service) pairs whose degraded mode was already logged: once per process is enough.
+_logged: set[tuple[str, str]] = set()
+
+
+def check_needs(
+    profile_name: str, plugins: Iterable[tuple[str, Iterable[Need]]], offered: Mapping[str, Any]
+) -> None:
+    """Refuse a profile whose plugin needs a service not in ``offered``; log each degraded mode once."""
+    for plugin, needs in plugins:
+        for need in needs:
+            if need.key.name in offered:
+                continue
+            if need.without is None:
+                raise MissingServiceError(
+                    f"profile {profile_name}: plugin {plugin} needs the {need.key.name!r} service "
+                    f"({need.key.what}), which this scheduler does not provide"
+                )
+            if (plugin, need.key.name) not in _logged:
+                _logged.add((plugin, need.key.name))
+                log.warning(
+                    "profile %s: plugin %s runs without the %r service (%s): %s",
+                    profile_name,
+                    plugin,
+                    need.key.name,
+                    need.key.what,
+                    need.without,
+                )
