@@ -9,6 +9,7 @@ fails here as it would for a user who installed plain ``harmonic``.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -70,8 +71,15 @@ print(json.dumps({"count": len(list(root.rglob("*.py"))), "failed": failed}))
 def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the environment's python, its harmonic package directory)."""
     tmp = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools builds in the source tree's build/, which another process (an xdist
+    # worker, `make lock`) may be using at the same moment.
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "harmonic", src / "harmonic", ignore=shutil.ignore_patterns("__pycache__"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp), str(src)],
         capture_output=True,
         text=True,
         timeout=600,
