@@ -64,7 +64,7 @@ from harmonic.framework.decisions import (
     ScoreDetail,
 )
 from harmonic.framework.handle import ProfileHandle
-from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient
+from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, RefusingClient
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.snapshot import Snapshot
@@ -102,21 +102,6 @@ def extender_scores(total: np.ndarray, weight_sum: int) -> np.ndarray:
         return np.zeros(len(total), dtype=np.int64)
     step = weight_sum * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)  # even, so step // 2 is exact
     return np.clip((total + step // 2) // step, 0, MAX_EXTENDER_PRIORITY)
-
-
-class _NoClient:
-    """Cluster client of an extender started without cluster access."""
-
-    _MSG = "the Harmonic extender has no cluster client (start it with cluster access to bind)"
-
-    def bind(self, pod: Pod, node_name: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
-
-    def evict(self, pod: Pod, reason: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
-
-    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
 
 
 class _RequestNodes:
@@ -177,7 +162,9 @@ class Extender:
         casefold.prepare("V1Pod", "V1Node")
         self.config = config
         self.cache = cache
-        self.client: ClusterClient = client or _NoClient()
+        self.client: ClusterClient = client or RefusingClient(
+            "the Harmonic extender has no cluster client (start it with cluster access to bind)"
+        )
         self.clock: Clock = clock or RealClock()
         self.services: dict[str, Any] = dict(services or {})
         if cache is not None:

@@ -20,7 +20,7 @@ from harmonic.framework.cycle_state import PluginError as PluginError  # re-expo
 from harmonic.framework.events import ALL_EVENTS, EventWithHint
 from harmonic.framework.services import Need, ServiceKey
 from harmonic.framework.snapshot import NodeInfo, Snapshot
-from harmonic.framework.status import Status
+from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 
 T = TypeVar("T")
@@ -40,6 +40,23 @@ class ClusterClient(Protocol):
     def evict(self, pod: Pod, reason: str) -> Status | None: ...
 
     def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None: ...
+
+
+class RefusingClient:
+    """A ``ClusterClient`` that changes nothing: every call is an Error saying why (an extender without
+    cluster access, the rescheduler's what-if scheduler)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        return Status(Code.ERROR, self.why)
+
+    def evict(self, pod: Pod, reason: str) -> Status | None:
+        return Status(Code.ERROR, self.why)
+
+    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
+        return Status(Code.ERROR, self.why)
 
 
 class Clock(Protocol):

@@ -17,29 +17,16 @@ from harmonic.api.node import Node
 from harmonic.api.pod import Pod, clone_pod
 from harmonic.framework.config import Profile
 from harmonic.framework.cycle_state import CycleState
-from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner
+from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner, RefusingClient
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
 from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
-from harmonic.framework.status import Code, Status
+from harmonic.framework.status import Code
 
 
 class WhatIfError(RuntimeError):
     """A plugin failed (Error status) while the rescheduler simulated scheduling."""
-
-
-class _ReadOnlyClient:
-    _MSG = "the rescheduler's what-if scheduler does not change the cluster"
-
-    def bind(self, pod: Pod, node_name: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
-
-    def evict(self, pod: Pod, reason: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
-
-    def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
-        return Status(Code.ERROR, self._MSG)
 
 
 class _FixedClock:
@@ -61,7 +48,7 @@ class _Handle(ServiceAccess):
 
     @property
     def client(self) -> ClusterClient:
-        return _ReadOnlyClient()
+        return RefusingClient("the rescheduler's what-if scheduler does not change the cluster")
 
     @property
     def clock(self) -> Clock:
