@@ -109,6 +109,8 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
         "kind": "Scenario",
         "name": f"benchmark-{nodes}-nodes-{pods}-pods",
         "seed": 1,
+        # Past Kubernetes' own scalability thresholds (the scenario's default limits) on purpose.
+        "limits": {"maxNodes": max(5000, 2 * nodes), "maxPods": max(150_000, 3 * pods)},
         "duration": end,
         "sampleInterval": 60,
         "cluster": {
