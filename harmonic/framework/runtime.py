@@ -38,6 +38,7 @@ from harmonic.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from harmonic.framework.preemption import Evaluator, Preempting
 from harmonic.framework.registry import Registry
 from harmonic.framework.services import NOMINATOR, check_needs
 from harmonic.framework.snapshot import Snapshot
@@ -560,7 +561,10 @@ class Framework:
             return None, None
         return kept, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
-    # ------------------------------------------------------------------ scoring
+    def preemption_evaluators(self) -> list[Evaluator]:
+        """The evaluators of the PostFilter plugins that preempt, in the order PostFilter runs them."""
+        return [pl.evaluator for pl in self.post_filter_plugins if isinstance(pl, Preempting)]
+
     # ------------------------------------------------------------------ evaluating a pod on given nodes
     def evaluate(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Evaluation:
         """PreFilter, then Filter on those of ``slots`` PreFilter's result keeps: "may this pod run on
