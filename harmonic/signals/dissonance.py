@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from harmonic.framework.services import ServiceKey
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
 
 LC, BC, BM, BI, BE, G = (
@@ -98,3 +99,9 @@ def _cls(name: str) -> WorkloadClass:
         return WorkloadClass(name)
     except ValueError:
         raise ValueError(f"unknown workload class {name!r}; one of {', '.join(CLASSES)}") from None
+
+
+#: The handle service of the model the feedback loop learns (``feedback``), read by the Dissonance plugin.
+DISSONANCE: ServiceKey[DissonanceModel] = ServiceKey(
+    "dissonance", "the dissonance model the feedback loop learns"
+)

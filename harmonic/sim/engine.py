@@ -32,9 +32,10 @@ from harmonic.api.resources import CPU
 from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, parse_tolerations
 from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.registry import Registry
-from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
+from harmonic.signals.graph import AFFINITY_GRAPH
+from harmonic.signals.usage import NODE_USAGE
 from harmonic.sim import batch, feedback
 from harmonic.sim import workloads as wl
 from harmonic.sim.mesh import MeshCounters, graph_service_for
@@ -102,7 +103,7 @@ class World:
         self.usage: Any = None
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
-            services[GRAPH_SERVICE] = self.graph
+            services[AFFINITY_GRAPH.name] = self.graph
         self.feedback = feedback.install(self, services)
         #: The ``node_usage`` service of load-aware profiles (harmonic.sim.usage.exporters).
         self.usage_model: Any = None
@@ -113,7 +114,7 @@ class World:
             self.usage = UsageTruth(self)
             self.usage_model = usage_model_for(run.profile, self)
             if self.usage_model is not None:
-                services["node_usage"] = self.usage_model
+                services[NODE_USAGE.name] = self.usage_model
         self.scheduler = Scheduler(
             run.config,
             registry,
