@@ -23,7 +23,6 @@ import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from harmonic.api.node import ZONE_LABEL, Node, parse_node
@@ -54,6 +53,7 @@ from harmonic.sim.plan import (
     Timed,
 )
 from harmonic.sim.profiles import ProfileRun
+from harmonic.sim.records import PodRecord
 from harmonic.sim.truth.observer import TruthObserver
 
 Obj = Mapping[str, Any]
@@ -63,21 +63,6 @@ REASON_PREEMPTED = "preempted"
 REASON_DRAINED = "drained"
 REASON_NODE_FAILED = "node failed"
 REASON_DELETED = "deleted by event"
-
-
-@dataclass(slots=True)
-class PodRecord:
-    key: str
-    uid: str
-    seq: int
-    created_at: float
-    owner: wl.Controller | None
-    #: Workload identity: the top-level object (``Deployment/ns/name`` for its ReplicaSet's pods).
-    workload: str
-    run_for: float | None
-    daemon: bool
-    bound_at: float | None = None
-    node: str | None = None
 
 
 def _key(obj: Obj) -> str:
