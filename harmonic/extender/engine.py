@@ -228,16 +228,12 @@ class Extender:
 
     # ================================================================== filter
     def filter(self, body: bytes) -> bytes:
-        args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
-        fw = self.framework_for(pod)
-        names = args.names
+        args, pod, fw = self._request(body)
         with self._lock:
-            err = self._prepare(args)
-            if err:
-                return wire.encode_filter_result(error=err)
-            known, slots, unknown = self._resolve(names)
-            trace = self._trace("extender/filter", fw, pod)
+            try:
+                known, slots, unknown, trace = self._open(args, "extender/filter", fw, pod)
+            except ExtenderError as e:
+                return wire.encode_filter_result(error=str(e))
             passed_mask, failed, unresolvable, err = self._run_filter(fw, pod, slots, known, trace)
         if trace is not None:
             self._record(trace, RESULT_ERROR if err else RESULT_FILTERED, err)
@@ -255,6 +251,21 @@ class Extender:
             )
         return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
 
+    def _request(self, body: bytes) -> tuple[wire.ExtenderArgs, Pod, Framework]:
+        """A filter or prioritize body: its arguments, its pod, and the profile that evaluates the pod."""
+        args = wire.decode_args(body)
+        pod = _parse_pod(args.pod, "Pod")
+        return args, pod, self.framework_for(pod)
+
+    def _open(
+        self, args: wire.ExtenderArgs, source: str, fw: Framework, pod: Pod
+    ) -> tuple[list[str], np.ndarray, list[str], DecisionTrace | None]:
+        """Under the lock: bring the snapshot to the request (``ExtenderError`` if it cannot answer), then
+        its nodes as ``_resolve`` gives them, and the trace to record the verb in (None: not recorded)."""
+        self._prepare(args)
+        known, slots, unknown = self._resolve(args.names)
+        return known, slots, unknown, self._trace(source, fw, pod)
+
     def _trace(self, source: str, fw: Framework, pod: Pod) -> DecisionTrace | None:
         if self.decisions is None:
             return None
@@ -265,20 +276,19 @@ class Extender:
         trace.result, trace.message = result, message
         self.decisions.add(trace)
 
-    def _prepare(self, args: wire.ExtenderArgs) -> str:
-        """Bring the snapshot to the request (cache-less) or check the cache can answer; an error text."""
+    def _prepare(self, args: wire.ExtenderArgs) -> None:
+        """Bring the snapshot to the request (cache-less) or check the cache can answer (else
+        ``ExtenderError``)."""
         if self.cache is None:
             if args.nodes is None:
-                return (
+                raise ExtenderError(
                     "this Harmonic extender has no cluster cache, so it cannot answer a request with node "
                     "names only: set nodeCacheCapable: false, or run the extender with cluster access"
                 )
             assert self._request_nodes is not None
             self._request_nodes.sync(args.nodes)
-            return ""
-        if not self.cache.synced:
-            return "the Harmonic extender's cluster cache has not synced yet"
-        return ""
+        elif not self.cache.synced:
+            raise ExtenderError("the Harmonic extender's cluster cache has not synced yet")
 
     def _resolve(self, names: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
         """(known names, their slots, unknown names), each name once, in request order.
@@ -362,16 +372,10 @@ class Extender:
 
     # ================================================================== prioritize
     def prioritize(self, body: bytes) -> bytes:
-        args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
-        fw = self.framework_for(pod)
+        args, pod, fw = self._request(body)
         names = args.names
         with self._lock:
-            err = self._prepare(args)
-            if err:
-                raise ExtenderError(err)
-            known, slots, _ = self._resolve(names)
-            trace = self._trace("extender/prioritize", fw, pod)
+            known, slots, _, trace = self._open(args, "extender/prioritize", fw, pod)
             try:
                 scores = self._run_score(fw, pod, slots, trace)
             except ExtenderError as e:
