@@ -83,10 +83,6 @@ class DissonanceModel:
         of ``intensity`` ([nodes, classes], fraction of node CPU held by each class)."""
         return intensity @ self.matrix[CLASS_INDEX[victim]]
 
-    def slowdown_all(self, intensity: np.ndarray) -> np.ndarray:
-        """[nodes, classes]: predicted slowdown of a pod of each class on each node."""
-        return intensity @ self.matrix.T
-
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {
             str(v): {str(a): float(self.matrix[i, j]) for j, a in enumerate(CLASSES)}
