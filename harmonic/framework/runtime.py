@@ -576,11 +576,9 @@ class Framework:
             ev.pre_filter = st
             return ev
         candidates = np.arange(len(slots))
-        if pre is not None and pre.node_names is not None:
-            names = snap.names()
-            inside = np.fromiter(
-                (names[s] in pre.node_names for s in slots.tolist()), dtype=bool, count=len(slots)
-            )
+        kept = pre_filter_kept(pre, snap)
+        if kept is not None:
+            inside = kept[slots]
             ev.excluded, ev.narrowing = np.flatnonzero(~inside), narrowing
             candidates = np.flatnonzero(inside)
         ev.candidates = candidates
@@ -747,6 +745,16 @@ class Framework:
 
     def plugin(self, name: str) -> Any:
         return self.plugins[name]
+
+
+def pre_filter_kept(pre: PreFilterResult | None, snap: Snapshot) -> np.ndarray | None:
+    """Per slot, whether PreFilter's merged node subset (PreFilterResult.NodeNames) keeps the node; None
+    when no plugin named a subset (every node is kept). Names of nodes the snapshot lacks are ignored."""
+    if pre is None or pre.node_names is None:
+        return None
+    keep = np.zeros(snap.capacity, dtype=bool)
+    keep[[snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]] = True
+    return keep
 
 
 def _add_in_place(snap: Snapshot, per_slot: list[tuple[int, list[Pod]]]) -> list[tuple[int, Pod]]:

@@ -56,7 +56,7 @@ from harmonic.framework.events import (
 from harmonic.framework.handle import ProfileHandle
 from harmonic.framework.interface import Clock, QueuedPodInfo
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import ExtensionPointRecorder, Framework
+from harmonic.framework.runtime import ExtensionPointRecorder, Framework, pre_filter_kept
 from harmonic.framework.services import ACTIVATE, WAITING_PODS
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
@@ -632,10 +632,8 @@ class Scheduler:
             return fit, None, None
 
         candidates = all_slots
-        if pre is not None and pre.node_names is not None:
-            wanted = [snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]
-            keep = np.zeros(snap.capacity, dtype=bool)
-            keep[wanted] = True
+        keep = pre_filter_kept(pre, snap)
+        if keep is not None:
             candidates = all_slots[keep[all_slots]]
             diagnosis.absent_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
