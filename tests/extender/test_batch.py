@@ -97,8 +97,12 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # goes, not the quota-blind pick of another team's pod.
             "same namespace, over min",
             [_quota("team", 2, 2), _quota("other", 2, 2)],
-            [_running("other0", "other", 0), _running("other1", "other", 1)]
-            + [_running("team0", "team", 50), _running("team1", "team", 51)],
+            [
+                _running("other0", "other", 0),
+                _running("other1", "other", 1),
+                _running("team0", "team", 50),
+                _running("team1", "team", 51),
+            ],
             ("team", 100, 1),
             ["other0"],
             ["team0"],
@@ -108,7 +112,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # other's least important pod goes, not team's own lowest-priority pod.
             "cross namespace, borrowed",
             [_quota("team", 2, 4), _quota("other", 2, 4)],
-            [_running("team0", "team", 0)] + [_running(f"other{i}", "other", 10 + i) for i in range(3)],
+            [_running("team0", "team", 0), *(_running(f"other{i}", "other", 10 + i) for i in range(3))],
             ("team", 100, 1),
             ["team0"],
             ["other0"],
@@ -118,8 +122,12 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # never a quota's victims: nothing to reclaim, the node is dropped.
             "within min, nothing borrowed",
             [_quota("team", 2, 4), _quota("other", 2, 4)],
-            [_running("other0", "other", 0), _running("other1", "other", 0)]
-            + [_running("free0", "free", 0), _running("free1", "free", 0)],
+            [
+                _running("other0", "other", 0),
+                _running("other1", "other", 0),
+                _running("free0", "free", 0),
+                _running("free1", "free", 0),
+            ],
             ("team", 100, 1),
             ["free0"],
             None,
@@ -202,8 +210,4 @@ def test_preempt_keeps_kube_schedulers_victims_where_the_profile_already_accepts
         "NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "team0"}], "NumPDBViolations": 1}},
     }
     got = json.loads(ext.preempt(json.dumps(body).encode()))
-    assert (
-        got == body["NodeNameToMetaVictims"]
-        and False
-        or got == {"NodeNameToMetaVictims": body["NodeNameToMetaVictims"]}
-    )
+    assert got == {"NodeNameToMetaVictims": body["NodeNameToMetaVictims"]}
