@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -62,56 +62,23 @@ class MeasuredWorld(Protocol):
     """What the metrics read of a profile's simulated world (``engine.World``): a protocol, so that this
     module does not import the engine, which imports it."""
 
-    @property
-    def plan(self) -> Plan: ...
-
-    @property
-    def scheduler(self) -> Scheduler: ...
-
-    @property
-    def cluster(self) -> InMemoryCluster: ...
-
-    @property
-    def clock(self) -> ManualClock: ...
-
-    @property
-    def truth(self) -> TruthObserver: ...
-
-    @property
-    def recorder(self) -> Recorder: ...
-
-    @property
-    def records(self) -> Mapping[str, PodRecord]: ...
-
-    @property
-    def node_views(self) -> Mapping[str, Node]: ...
-
-    @property
-    def failed_nodes(self) -> Collection[str]: ...
-
-    @property
-    def workload_pods_on(self) -> Mapping[str, int]: ...
-
-    @property
-    def stats(self) -> Mapping[str, int]: ...
-
-    @property
-    def time_to_schedule(self) -> Sequence[float]: ...
-
-    @property
-    def notes(self) -> Sequence[str]: ...
-
-    @property
-    def attempts(self) -> int: ...
-
-    @property
-    def scheduling_seconds(self) -> float: ...
-
-    @property
-    def wall_seconds(self) -> float: ...
-
-    @property
-    def cpu_seconds_completed(self) -> float: ...
+    plan: Plan
+    scheduler: Scheduler
+    cluster: InMemoryCluster
+    clock: ManualClock
+    truth: TruthObserver
+    recorder: Recorder
+    records: dict[str, PodRecord]
+    node_views: dict[str, Node]
+    failed_nodes: set[str]
+    workload_pods_on: Counter[str]
+    stats: Counter[str]
+    time_to_schedule: list[float]
+    notes: list[str]
+    attempts: int
+    scheduling_seconds: float
+    wall_seconds: float
+    cpu_seconds_completed: float
 
     def pending(self) -> list[PodRecord]: ...
 

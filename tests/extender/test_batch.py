@@ -97,12 +97,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # goes, not the quota-blind pick of another team's pod.
             "same namespace, over min",
             [_quota("team", 2, 2), _quota("other", 2, 2)],
-            [
-                _running("other0", "other", 0),
-                _running("other1", "other", 1),
-                _running("team0", "team", 50),
-                _running("team1", "team", 51),
-            ],
+            [("other0", "other", 0), ("other1", "other", 1), ("team0", "team", 50), ("team1", "team", 51)],
             ("team", 100, 1),
             ["other0"],
             ["team0"],
@@ -112,7 +107,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # other's least important pod goes, not team's own lowest-priority pod.
             "cross namespace, borrowed",
             [_quota("team", 2, 4), _quota("other", 2, 4)],
-            [_running("team0", "team", 0), *(_running(f"other{i}", "other", 10 + i) for i in range(3))],
+            [("team0", "team", 0), *((f"other{i}", "other", 10 + i) for i in range(3))],
             ("team", 100, 1),
             ["team0"],
             ["other0"],
@@ -122,12 +117,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # never a quota's victims: nothing to reclaim, the node is dropped.
             "within min, nothing borrowed",
             [_quota("team", 2, 4), _quota("other", 2, 4)],
-            [
-                _running("other0", "other", 0),
-                _running("other1", "other", 0),
-                _running("free0", "free", 0),
-                _running("free1", "free", 0),
-            ],
+            [("other0", "other", 0), ("other1", "other", 0), ("free0", "free", 0), ("free1", "free", 0)],
             ("team", 100, 1),
             ["free0"],
             None,
@@ -136,7 +126,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # a 2-cpu pod in a namespace whose max is 1 cpu exceeds it even with its namespace emptied.
             "over max",
             [_quota("team", 1, 1), _quota("other", 2, 4)],
-            [_running("team0", "team", 0), _running("other0", "other", 0), _running("other1", "other", 0)],
+            [("team0", "team", 0), ("other0", "other", 0), ("other1", "other", 0)],
             ("team", 100, 2),
             ["team0"],
             None,
@@ -145,7 +135,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
             # no quota on either side: lower-priority pods without a quota, as DefaultPreemption would.
             "no quota",
             [_quota("team", 2, 4)],
-            [_running(f"free{i}", "free", i) for i in range(4)],
+            [(f"free{i}", "free", i) for i in range(4)],
             ("free", 100, 1),
             ["free0"],
             ["free0"],
@@ -155,7 +145,7 @@ def _running(name: str, ns: str, priority: int, cpu: int = 1) -> dict[str, Any]:
 def test_preempt_answers_with_capacity_scheduling_victims(
     case: str,
     quotas: list[dict[str, Any]],
-    running: list[dict[str, Any]],
+    running: list[tuple[str, str, int]],
     preemptor: tuple[str, int, int],
     proposed: list[str],
     victims: list[str] | None,
@@ -168,7 +158,8 @@ def test_preempt_answers_with_capacity_scheduling_victims(
     ext, cluster, batch = _extender()
     for q in quotas:
         batch.apply(q)
-    for r in running:
+    on_node = [_running(*r) for r in running]
+    for r in on_node:
         cluster.create_pod(r)
     cluster.create_pod(pending.obj())
     body = {
@@ -184,13 +175,13 @@ def test_preempt_answers_with_capacity_scheduling_victims(
     h.add_nodes([node("n0").cap(cpu="4", memory="8Gi", pods=110).obj()])
     for q in quotas:
         h.cluster.apply_batch(q)
-    h.add_pods(running)
+    h.add_pods(on_node)
     h.schedule()
     h.add_pods([pending.obj()])
     h.settle(5)
     evicted = sorted(
         r["metadata"]["name"]
-        for r in running
+        for r in on_node
         if f"{r['metadata']['namespace']}/{r['metadata']['name']}" not in h.cluster.pods
     )
     assert evicted == (victims or [])
