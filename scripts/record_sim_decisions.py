@@ -3,6 +3,7 @@ against: every bind of every bundled profile, in order, with its virtual time.
 
     python scripts/record_sim_decisions.py            # rewrite both fixtures
     python scripts/record_sim_decisions.py --only large
+    python scripts/record_sim_decisions.py --profile batch   # re-record one profile, keep the others
 
 Run it only when a change is *meant* to alter scheduling decisions (and say so in the commit): the
 fixtures are the evidence that performance work left every decision as it was. The fixtures hold the
@@ -81,6 +82,12 @@ def large_scenario() -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=("bundled", "large"))
+    ap.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        help="replace only this profile's binds in the existing fixtures (repeatable); the others stay as recorded",
+    )
     args = ap.parse_args()
     registry = default_registry()
     cases: dict[str, Any] = {
@@ -90,10 +97,15 @@ def main() -> int:
     for name, make in cases.items():
         if args.only and name != args.only:
             continue
-        doc = make()
+        out = FIXTURES / f"placements-{name}.json.gz"
+        kept: dict[str, Any] = {}
+        if args.profile:
+            kept = json.loads(gzip.decompress(out.read_bytes()))
+        doc = kept.get("scenario") or make()
         t0 = time.perf_counter()
         placements = record_placements(doc, registry, base=BUNDLED_SCENARIO.parent)
-        out = FIXTURES / f"placements-{name}.json.gz"
+        if args.profile:
+            placements = {p: placements[p] if p in args.profile else v for p, v in kept["placements"].items()}
         body = json.dumps({"scenario": doc, "placements": placements}, separators=(",", ":"))
         out.write_bytes(gzip.compress(body.encode(), mtime=0))
         counts = ", ".join(f"{p}: {len(v)}" for p, v in placements.items())

@@ -17,8 +17,16 @@ that passed them, and calls prioritize with the nodes that passed every filter):
   NormalizeScore and weights, then the weighted total is mapped to the extender range, see
   ``extender_scores``. A failure is HTTP 500: ``HostPriorityList`` has no error field, and
   kube-scheduler then just ignores this extender's scores for the pod.
-- ``preempt``: for each candidate node kube-scheduler proposes, remove its victims from the cache and
-  keep the node only if the pod then passes PreFilter and Filter there; victims are never added.
+- ``preempt``: the profile's own preemption on the candidate nodes kube-scheduler proposes (its
+  DefaultPreemption picked their victims, blind to Harmonic's plugins). Where the profile rejects the
+  pod (Unschedulable), the profile's preempting PostFilter plugins, in order, run the dry run
+  ``harmonic run`` would (``Evaluator.candidates_on``: the same eligibility check and victim selection,
+  every proposed node, nothing evicted), and the first that finds victims answers with its own victims
+  per node (the extender protocol lets an extender change them). So CapacityScheduling reclaims borrowed
+  quota, or frees its namespace's quota, exactly as in-process. Nodes where no victims help are dropped,
+  as are those the profile rejects as UnschedulableAndUnresolvable. Where the profile already accepts
+  the pod (kube-scheduler's own filters did not), kube-scheduler's victims are kept if the pod still
+  passes without them; a profile without preemption judges every node that way.
 - ``bind``: the profile's Bind plugins (``DefaultBinder`` binds through the cluster client), then the
   pod is accounted on its node in the cache at once, so the next filter call already sees it.
 
@@ -66,7 +74,7 @@ from harmonic.framework.decisions import (
 from harmonic.framework.handle import ProfileHandle
 from harmonic.framework.interface import MAX_NODE_SCORE, Clock, ClusterClient, RefusingClient
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import Framework
+from harmonic.framework.runtime import Evaluation, Framework
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.plugins.interpodaffinity.terms import pod_terms
@@ -220,16 +228,12 @@ class Extender:
 
     # ================================================================== filter
     def filter(self, body: bytes) -> bytes:
-        args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
-        fw = self.framework_for(pod)
-        names = args.names
+        args, pod, fw = self._request(body)
         with self._lock:
-            err = self._prepare(args)
-            if err:
-                return wire.encode_filter_result(error=err)
-            known, slots, unknown = self._resolve(names)
-            trace = self._trace("extender/filter", fw, pod)
+            try:
+                known, slots, unknown, trace = self._open(args, "extender/filter", fw, pod)
+            except ExtenderError as e:
+                return wire.encode_filter_result(error=str(e))
             passed_mask, failed, unresolvable, err = self._run_filter(fw, pod, slots, known, trace)
         if trace is not None:
             self._record(trace, RESULT_ERROR if err else RESULT_FILTERED, err)
@@ -247,6 +251,21 @@ class Extender:
             )
         return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
 
+    def _request(self, body: bytes) -> tuple[wire.ExtenderArgs, Pod, Framework]:
+        """A filter or prioritize body: its arguments, its pod, and the profile that evaluates the pod."""
+        args = wire.decode_args(body)
+        pod = _parse_pod(args.pod, "Pod")
+        return args, pod, self.framework_for(pod)
+
+    def _open(
+        self, args: wire.ExtenderArgs, source: str, fw: Framework, pod: Pod
+    ) -> tuple[list[str], np.ndarray, list[str], DecisionTrace | None]:
+        """Under the lock: bring the snapshot to the request (``ExtenderError`` if it cannot answer), then
+        its nodes as ``_resolve`` gives them, and the trace to record the verb in (None: not recorded)."""
+        self._prepare(args)
+        known, slots, unknown = self._resolve(args.names)
+        return known, slots, unknown, self._trace(source, fw, pod)
+
     def _trace(self, source: str, fw: Framework, pod: Pod) -> DecisionTrace | None:
         if self.decisions is None:
             return None
@@ -257,20 +276,19 @@ class Extender:
         trace.result, trace.message = result, message
         self.decisions.add(trace)
 
-    def _prepare(self, args: wire.ExtenderArgs) -> str:
-        """Bring the snapshot to the request (cache-less) or check the cache can answer; an error text."""
+    def _prepare(self, args: wire.ExtenderArgs) -> None:
+        """Bring the snapshot to the request (cache-less) or check the cache can answer (else
+        ``ExtenderError``)."""
         if self.cache is None:
             if args.nodes is None:
-                return (
+                raise ExtenderError(
                     "this Harmonic extender has no cluster cache, so it cannot answer a request with node "
                     "names only: set nodeCacheCapable: false, or run the extender with cluster access"
                 )
             assert self._request_nodes is not None
             self._request_nodes.sync(args.nodes)
-            return ""
-        if not self.cache.synced:
-            return "the Harmonic extender's cluster cache has not synced yet"
-        return ""
+        elif not self.cache.synced:
+            raise ExtenderError("the Harmonic extender's cluster cache has not synced yet")
 
     def _resolve(self, names: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
         """(known names, their slots, unknown names), each name once, in request order.
@@ -354,16 +372,10 @@ class Extender:
 
     # ================================================================== prioritize
     def prioritize(self, body: bytes) -> bytes:
-        args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
-        fw = self.framework_for(pod)
+        args, pod, fw = self._request(body)
         names = args.names
         with self._lock:
-            err = self._prepare(args)
-            if err:
-                raise ExtenderError(err)
-            known, slots, _ = self._resolve(names)
-            trace = self._trace("extender/prioritize", fw, pod)
+            known, slots, _, trace = self._open(args, "extender/prioritize", fw, pod)
             try:
                 scores = self._run_score(fw, pod, slots, trace)
             except ExtenderError as e:
@@ -406,17 +418,51 @@ class Extender:
         fw = self.framework_for(pod)
         if self.cache is None:
             return wire.encode_preemption_result(args.victims)
-        kept: dict[str, wire.Victims] = {}
         with self._lock:
             if not self.cache.synced:
                 raise ExtenderError("the Harmonic extender's cluster cache has not synced yet")
             snap = self.snapshot
-            for node in sorted(args.victims):
-                if not snap.has_node(node):
-                    continue
-                if self._fits_without(fw, pod, snap, node, args.victims[node].uids):
-                    kept[node] = args.victims[node]
+            nodes = [n for n in sorted(args.victims) if snap.has_node(n)]
+            kept = self._run_preempt(fw, pod, snap, nodes, args.victims)
         return wire.encode_preemption_result(kept)
+
+    def _run_preempt(
+        self, fw: Framework, pod: Pod, snap: Snapshot, nodes: list[str], proposed: Mapping[str, wire.Victims]
+    ) -> dict[str, wire.Victims]:
+        """The candidates to answer: on nodes the profile rejects the pod, its own preemption's victims
+        (``Evaluator.candidates_on``, the dry run ``harmonic run`` makes); on nodes it accepts,
+        kube-scheduler's victims if the pod still fits without them."""
+        evaluators = fw.preemption_evaluators()
+        if not evaluators:
+            return {n: proposed[n] for n in nodes if self._fits_without(fw, pod, snap, n, proposed[n].uids)}
+        # The nominated node's status decides whether the pod may preempt again (PodEligibleToPreemptOthers):
+        # evaluate it too when kube-scheduler did not propose it.
+        nominated = pod.nominated_node_name
+        order = nodes + ([nominated] if nominated not in proposed and snap.has_node(nominated) else [])
+        slots = np.asarray([snap.slot_of[n] for n in order], dtype=np.int64)
+        ev = fw.evaluate(pod, snap, slots)
+        codes = _filter_codes(ev)
+        nominated_code = (
+            Code(int(codes[order.index(nominated)]))
+            if nominated in order
+            else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        )
+        codes = codes[: len(nodes)]
+        kept = {
+            n: proposed[n]
+            for n, code in zip(nodes, codes.tolist(), strict=True)
+            if code == 0 and self._fits_without(fw, pod, snap, n, proposed[n].uids)
+        }
+        rejected = slots[: len(nodes)][codes == Code.UNSCHEDULABLE]
+        for evaluator in evaluators:
+            candidates, st = evaluator.candidates_on(ev.state, pod, rejected, nominated_code)
+            if st is not None and st.code == Code.ERROR:
+                raise ExtenderError(st.message)
+            if candidates:
+                for c in candidates:
+                    kept[c.node] = wire.Victims(tuple(p.uid for p in c.victims), c.num_pdb_violations)
+                break
+        return kept
 
     def _fits_without(self, fw: Framework, pod: Pod, snap: Snapshot, node: str, uids: Iterable[str]) -> bool:
         """Whether ``pod`` passes PreFilter and Filter on ``node`` once ``uids`` are gone from it."""
@@ -426,13 +472,7 @@ class Extender:
         for p in removed:
             snap.remove_pod(p, node)
         try:
-            ev = fw.evaluate(pod, snap, np.asarray([slot], dtype=np.int64))
-            error = ev.error or (
-                ev.pre_filter if ev.pre_filter is not None and ev.pre_filter.code == Code.ERROR else None
-            )
-            if error is not None:
-                raise ExtenderError(error.message)
-            return bool(ev.passed[0])
+            return bool(_filter_codes(fw.evaluate(pod, snap, np.asarray([slot], dtype=np.int64)))[0] == 0)
         finally:
             for p in removed:
                 snap.add_pod(p, node)
@@ -451,6 +491,23 @@ class Extender:
         if self.cache is not None:
             self.cache.assume(pod, args.node)
         return wire.encode_binding_result()
+
+
+def _filter_codes(ev: Evaluation) -> np.ndarray:
+    """The Filter status code of each evaluated node, as the Diagnosis of a scheduling cycle would hold
+    it: 0 where the pod passes, PreFilter's code on every node it rejected, UnschedulableAndUnresolvable
+    on the nodes its result left out. An Error raises ``ExtenderError``."""
+    error = ev.error or (
+        ev.pre_filter if ev.pre_filter is not None and ev.pre_filter.code == Code.ERROR else None
+    )
+    if error is not None:
+        raise ExtenderError(error.message)
+    if ev.pre_filter is not None:
+        return np.full(len(ev.slots), int(ev.pre_filter.code), dtype=np.int8)
+    codes = np.full(len(ev.slots), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), dtype=np.int8)
+    if ev.outcome is not None:
+        codes[ev.candidates] = ev.outcome.codes
+    return codes
 
 
 def _parse_pod(raw: Mapping[str, Any], field: str) -> Pod:

@@ -8,10 +8,9 @@ piece (a new snapshot, a client set after construction).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from harmonic.api.pod import Pod
 from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner
 from harmonic.framework.services import ServiceAccess
 from harmonic.framework.snapshot import Snapshot
@@ -30,8 +29,6 @@ class ProfileHandle(ServiceAccess):
         runner: Callable[[], PluginsRunner],
         services: Mapping[str, Any],
         waiting_pod: Callable[[str], Any] = lambda uid: None,
-        waiting_pods: Callable[[], list[Any]] = list,
-        activate: Callable[[Iterable[Pod]], None] = lambda pods: None,
     ) -> None:
         self._profile = profile_name
         self._snapshot = snapshot
@@ -40,8 +37,6 @@ class ProfileHandle(ServiceAccess):
         self._runner = runner
         self._services = services
         self._waiting_pod = waiting_pod
-        self._waiting_pods = waiting_pods
-        self._activate = activate
 
     @property
     def snapshot(self) -> Snapshot:
@@ -67,15 +62,6 @@ class ProfileHandle(ServiceAccess):
     def waiting_pod(self, uid: str) -> Any:
         """The pod waiting at Permit with this uid (``WaitingPod``), or None."""
         return self._waiting_pod(uid)
-
-    def waiting_pods(self) -> list[Any]:
-        """Every pod waiting at Permit (IterateOverWaitingPods); none where nothing waits (the extender)."""
-        return self._waiting_pods()
-
-    def activate(self, pods: Iterable[Pod]) -> None:
-        """Move these pods from the unschedulable pool or backoff to the active queue (Activate); a
-        no-op where there is no queue (the extender)."""
-        self._activate(pods)
 
     def service_map(self) -> Mapping[str, Any]:
         return self._services

@@ -27,7 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -272,6 +272,26 @@ class Evaluator:
             return None, st
         return PostFilterResult(best.node), None
 
+    def candidates_on(
+        self, state: CycleState, pod: Pod, slots: np.ndarray, nominated_code: Code
+    ) -> tuple[list[Candidate], Status | None]:
+        """Every one of ``slots`` where evicting victims lets ``pod`` fit, with those victims: ``preempt``'s
+        eligibility check and dry run over exactly these nodes, none sampled, nothing picked or evicted.
+        kube-scheduler's extender preempt verb asks this of the nodes it proposes. ``state`` is the
+        cycle's PreFilter state; ``nominated_code`` is the Filter status code of the pod's nominated node.
+        The status says why the pod may not preempt at all, or carries the dry run's errors when no node
+        qualifies."""
+        eligible, why = self.plugin.pod_eligible_to_preempt_others(pod, nominated_code)
+        if not eligible:
+            return [], Status(Code.UNSCHEDULABLE, why)
+        if len(slots) == 0:
+            return [], None
+        pdbs = pdbs_from_service(self.handle)
+        candidates, _, errors = self.dry_run_preemption(state, pod, slots, pdbs, 0, len(slots))
+        if errors and not candidates:
+            return [], Status(Code.ERROR, aggregate_errors(errors))
+        return candidates, None
+
     def dry_run_preemption(
         self,
         state: CycleState,
@@ -348,3 +368,10 @@ class Evaluator:
             if st is not None and not st.is_success:
                 return Status(Code.ERROR, f"evicting pod {victim.key}: {st.message}")
         return None
+
+
+@runtime_checkable
+class Preempting(Protocol):
+    """A PostFilter plugin that preempts through an ``Evaluator`` (DefaultPreemption, CapacityScheduling)."""
+
+    evaluator: Evaluator

@@ -38,6 +38,7 @@ from harmonic.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from harmonic.framework.preemption import Evaluator, Preempting
 from harmonic.framework.registry import Registry
 from harmonic.framework.services import NOMINATOR, check_needs
 from harmonic.framework.snapshot import Snapshot
@@ -560,7 +561,10 @@ class Framework:
             return None, None
         return kept, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
-    # ------------------------------------------------------------------ scoring
+    def preemption_evaluators(self) -> list[Evaluator]:
+        """The evaluators of the PostFilter plugins that preempt, in the order PostFilter runs them."""
+        return [pl.evaluator for pl in self.post_filter_plugins if isinstance(pl, Preempting)]
+
     # ------------------------------------------------------------------ evaluating a pod on given nodes
     def evaluate(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Evaluation:
         """PreFilter, then Filter on those of ``slots`` PreFilter's result keeps: "may this pod run on
@@ -572,11 +576,9 @@ class Framework:
             ev.pre_filter = st
             return ev
         candidates = np.arange(len(slots))
-        if pre is not None and pre.node_names is not None:
-            names = snap.names()
-            inside = np.fromiter(
-                (names[s] in pre.node_names for s in slots.tolist()), dtype=bool, count=len(slots)
-            )
+        kept = pre_filter_kept(pre, snap)
+        if kept is not None:
+            inside = kept[slots]
             ev.excluded, ev.narrowing = np.flatnonzero(~inside), narrowing
             candidates = np.flatnonzero(inside)
         ev.candidates = candidates
@@ -743,6 +745,16 @@ class Framework:
 
     def plugin(self, name: str) -> Any:
         return self.plugins[name]
+
+
+def pre_filter_kept(pre: PreFilterResult | None, snap: Snapshot) -> np.ndarray | None:
+    """Per slot, whether PreFilter's merged node subset (PreFilterResult.NodeNames) keeps the node; None
+    when no plugin named a subset (every node is kept). Names of nodes the snapshot lacks are ignored."""
+    if pre is None or pre.node_names is None:
+        return None
+    keep = np.zeros(snap.capacity, dtype=bool)
+    keep[[snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]] = True
+    return keep
 
 
 def _add_in_place(snap: Snapshot, per_slot: list[tuple[int, list[Pod]]]) -> list[tuple[int, Pod]]:

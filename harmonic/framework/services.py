@@ -25,8 +25,12 @@ The services (name: type, who offers it):
   StatefulSets (PodTopologySpread's default constraints).
 - ``volumes``: ``VolumeLister``, PersistentVolumes, claims, StorageClasses, CSINodes and attachments.
 - ``batch``: ``BatchObjects``, scheduler-plugins' PodGroups and ElasticQuotas.
+- ``activate``: a callable moving pods to the active queue (Handle.Activate); ``waiting_pods``: a
+  callable returning the pods waiting at Permit (IterateOverWaitingPods). Every ``Scheduler`` adds both;
+  the extender has neither (no queue, nothing waits).
 
-Plugins may add their own keys (the affinity graph, the dissonance model) the same way.
+Signals add their own keys the same way, beside the model they serve: ``signals.graph.AFFINITY_GRAPH``,
+``signals.usage.NODE_USAGE``, ``signals.dissonance.DISSONANCE``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+V_co = TypeVar("V_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,25 @@ class ServiceKey(Generic[T]):
     name: str
     #: What it holds, for error messages.
     what: str
+
+
+class ViewSource(Protocol[V_co]):
+    """A model served to plugins as an immutable ``view``, swapped whole on each refresh (the affinity
+    graph, the usage model): a plugin reads ``view`` once per cycle and sees one consistent version."""
+
+    @property
+    def view(self) -> V_co: ...
+
+
+class WaitingPodHandle(Protocol):
+    """A pod waiting at Permit, as plugins see it (framework.WaitingPod)."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
 
 
 class PodListing(Protocol):
@@ -78,6 +102,12 @@ WORKLOADS: ServiceKey[Workloads] = ServiceKey(
 )
 VOLUMES: ServiceKey[VolumeLister] = ServiceKey("volumes", "PersistentVolumes, claims and storage classes")
 BATCH: ServiceKey[BatchObjects] = ServiceKey(BATCH_NAME, "PodGroups and ElasticQuotas")
+ACTIVATE: ServiceKey[Callable[[Iterable[Pod]], None]] = ServiceKey(
+    "activate", "moves pods to the active scheduling queue"
+)
+WAITING_PODS: ServiceKey[Callable[[], list[WaitingPodHandle]]] = ServiceKey(
+    "waiting_pods", "the pods waiting at Permit"
+)
 
 
 class MissingServiceError(ValueError):

@@ -39,14 +39,15 @@ from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
 from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import CPU_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
-from harmonic.signals.dissonance import DissonanceModel
+from harmonic.signals.dissonance import DISSONANCE, DissonanceModel
 
 ERR_REASON_LIMIT = "node(s) would slow latency-critical pods beyond the dissonance limit"
-MODEL_SERVICE = "dissonance"
+MODEL_SERVICE = DISSONANCE.name
 _PRESCORE_KEY = "PreScoreDissonance"
 #: Costs are fractions; scores are integers, so keep this much resolution.
 _RESOLUTION = 10_000
@@ -117,6 +118,9 @@ class ClassLoad:
 class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "Dissonance"
     Args: ClassVar[type[PluginArgs]] = DissonanceArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = (
+        Need(DISSONANCE, "uses the model its args give (matrix, importance); no feedback updates it"),
+    )
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
@@ -134,10 +138,8 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         it), else the model built from this plugin's args. Services are fixed when the scheduler is
         built, so the lookup happens once."""
         if self._model is None:
-            try:
-                self._model = self.handle.service(MODEL_SERVICE)
-            except KeyError:
-                self._model = self._own_model
+            served = self.handle.optional_service(DISSONANCE)
+            self._model = self._own_model if served is None else served
         return self._model
 
     @property

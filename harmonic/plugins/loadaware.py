@@ -43,10 +43,11 @@ from harmonic.framework.config import parse_duration
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
 from harmonic.framework.interface import MAX_NODE_SCORE, FilterPlugin, PreScorePlugin, ScorePlugin
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
-from harmonic.plugins.trimaran.common import MetricProviderSpec, UsageReader
+from harmonic.plugins.trimaran.common import USAGE_NEEDS, MetricProviderSpec, UsageReader
 from harmonic.signals.identity import WorkloadKey, workload_of
 from harmonic.signals.usage import USAGE_FALLBACKS, UsageView
 
@@ -154,6 +155,7 @@ class _NodeForecasts:
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
     NAME: ClassVar[str] = "LoadAware"
     Args: ClassVar[type[PluginArgs]] = LoadAwareArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = USAGE_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -18,7 +18,7 @@ from harmonic.api.pod import parse_pod
 from harmonic.framework.config import ConfigError, SchedulerConfiguration
 from harmonic.signals.identity import WorkloadKey, workload_of
 from harmonic.signals.usage import (
-    USAGE_SERVICE,
+    NODE_USAGE,
     MetricsServerSource,
     PrometheusUsageSource,
     UsageModel,
@@ -72,4 +72,4 @@ def usage_services(config: SchedulerConfiguration, get: Callable[[str], Any]) ->
         horizon_seconds=getattr(load_aware, "horizon_seconds", 3600.0),
         backend=getattr(load_aware, "forecast_backend", "numpy"),
     )
-    return {USAGE_SERVICE: model}
+    return {NODE_USAGE.name: model}

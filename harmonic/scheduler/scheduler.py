@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,7 +56,8 @@ from harmonic.framework.events import (
 from harmonic.framework.handle import ProfileHandle
 from harmonic.framework.interface import Clock, QueuedPodInfo
 from harmonic.framework.registry import Registry
-from harmonic.framework.runtime import ExtensionPointRecorder, Framework
+from harmonic.framework.runtime import ExtensionPointRecorder, Framework, pre_filter_kept
+from harmonic.framework.services import ACTIVATE, WAITING_PODS
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.cache import Cache, CacheError
@@ -197,9 +198,11 @@ class Scheduler:
             runner=lambda: self.frameworks[profile],
             services=self.services,
             waiting_pod=self.waiting_pods.get,
-            waiting_pods=lambda: list(self.waiting_pods.values()),
-            activate=lambda pods: self.queue.activate(pods),
         )
+
+    def _activate(self, pods: Iterable[Pod]) -> None:
+        """Handle.Activate (the ``activate`` service)."""
+        self.queue.activate(pods)
 
     def __init__(
         self,
@@ -228,6 +231,8 @@ class Scheduler:
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
+        self.services.setdefault(WAITING_PODS.name, lambda: list(self.waiting_pods.values()))
+        self.services.setdefault(ACTIVATE.name, self._activate)
         self.frameworks: dict[str, Framework] = {}
         for prof in config.profiles:
             self.frameworks[prof.scheduler_name] = Framework(
@@ -627,10 +632,8 @@ class Scheduler:
             return fit, None, None
 
         candidates = all_slots
-        if pre is not None and pre.node_names is not None:
-            wanted = [snap.slot_of[n] for n in pre.node_names if snap.has_node(n)]
-            keep = np.zeros(snap.capacity, dtype=bool)
-            keep[wanted] = True
+        keep = pre_filter_kept(pre, snap)
+        if keep is not None:
             candidates = all_slots[keep[all_slots]]
             diagnosis.absent_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,

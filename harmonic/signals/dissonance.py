@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from harmonic.framework.services import ServiceKey
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
 
 LC, BC, BM, BI, BE, G = (
@@ -82,10 +83,6 @@ class DissonanceModel:
         of ``intensity`` ([nodes, classes], fraction of node CPU held by each class)."""
         return intensity @ self.matrix[CLASS_INDEX[victim]]
 
-    def slowdown_all(self, intensity: np.ndarray) -> np.ndarray:
-        """[nodes, classes]: predicted slowdown of a pod of each class on each node."""
-        return intensity @ self.matrix.T
-
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {
             str(v): {str(a): float(self.matrix[i, j]) for j, a in enumerate(CLASSES)}
@@ -98,3 +95,9 @@ def _cls(name: str) -> WorkloadClass:
         return WorkloadClass(name)
     except ValueError:
         raise ValueError(f"unknown workload class {name!r}; one of {', '.join(CLASSES)}") from None
+
+
+#: The handle service of the model the feedback loop learns (``feedback``), read by the Dissonance plugin.
+DISSONANCE: ServiceKey[DissonanceModel] = ServiceKey(
+    "dissonance", "the dissonance model the feedback loop learns"
+)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from harmonic.framework.services import ServiceKey, ViewSource
 from harmonic.signals.identity import WORKLOAD_IDS, WorkloadKey
 from harmonic.signals.metrics import GRAPH_EDGES, GRAPH_VERSION
 from harmonic.signals.telemetry import Reading, TelemetrySource, TrafficSample
@@ -61,6 +62,12 @@ class GraphView:
 
     def __len__(self) -> int:
         return len(self.peers)
+
+
+#: The handle service of the affinity graph (``signals.service.GraphService``), read by CommunicationAffinity.
+AFFINITY_GRAPH: ServiceKey[ViewSource[GraphView]] = ServiceKey(
+    "affinity_graph", "the affinity graph of workload-to-workload traffic"
+)
 
 
 class AffinityGraph:

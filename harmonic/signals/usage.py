@@ -33,6 +33,7 @@ import httpx
 import numpy as np
 from prometheus_client import Counter
 
+from harmonic.framework.services import ServiceKey, ViewSource
 from harmonic.signals.forecast import Forecast, holt_winters
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.metrics import REGISTRY, TELEMETRY_FAILURES, TELEMETRY_UP
@@ -40,7 +41,10 @@ from harmonic.signals.periodic import Periodic
 from harmonic.signals.prometheus import instant_query
 
 log = logging.getLogger(__name__)
-USAGE_SERVICE = "node_usage"
+#: The handle service of observed usage (``UsageModel``), read by the load-aware plugins.
+NODE_USAGE: ServiceKey[ViewSource[UsageView]] = ServiceKey(
+    "node_usage", "observed node usage and workload forecasts"
+)
 
 USAGE_FALLBACKS = Counter(
     "harmonic_usage_fallback_total",

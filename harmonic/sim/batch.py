@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,10 +39,23 @@ from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.objects import BATCH_KINDS
 from harmonic.sim.plan import CreateObject, DeleteObject
 
-if TYPE_CHECKING:
-    from harmonic.sim.engine import World
-
 Obj = Mapping[str, Any]
+
+
+class BatchWorld(Protocol):
+    """What gang and quota tracking reads of a profile's simulated world (``engine.World``): a protocol,
+    so that this module does not import the engine, which imports it."""
+
+    @property
+    def profile(self) -> str: ...
+
+    @property
+    def cluster(self) -> InMemoryCluster: ...
+
+    @property
+    def scheduler(self) -> Scheduler: ...
+
+    def now(self) -> float: ...
 
 
 def apply(cluster: InMemoryCluster, action: CreateObject | DeleteObject) -> bool:
@@ -78,7 +91,7 @@ def _cpu(pod: Obj) -> int:
 class BatchTracker:
     """Follows gangs and quota usage of one world over virtual time."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: BatchWorld) -> None:
         self.world = world
         self.first_seen: dict[str, float] = {}
         self.bound: dict[str, set[str]] = {}
@@ -171,7 +184,13 @@ def _gang(raw: Obj) -> str:
     return f"{meta.get('namespace')}/{(meta.get('labels') or {}).get(POD_GROUP_LABEL, '')}"
 
 
-def batch_metrics(world: World) -> dict[str, Any]:
+class _Tracked(Protocol):
+    @property
+    def batch(self) -> BatchTracker: ...
+
+
+def batch_metrics(world: _Tracked) -> dict[str, Any]:
+    """``EXTRA_METRICS`` entry: the engine keeps a world's tracker as ``world.batch``."""
     return world.batch.metrics()
 
 

@@ -23,7 +23,6 @@ import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from harmonic.api.node import ZONE_LABEL, Node, parse_node
@@ -32,9 +31,10 @@ from harmonic.api.resources import CPU
 from harmonic.api.taints import NO_EXECUTE, NO_SCHEDULE, Taint, parse_tolerations
 from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.registry import Registry
-from harmonic.plugins.communicationaffinity.plugin import GRAPH_SERVICE
 from harmonic.scheduler.clock import ManualClock
 from harmonic.scheduler.scheduler import UNSCHEDULABLE_FLUSH_PERIOD, Scheduler
+from harmonic.signals.graph import AFFINITY_GRAPH
+from harmonic.signals.usage import NODE_USAGE
 from harmonic.sim import batch, feedback
 from harmonic.sim import workloads as wl
 from harmonic.sim.mesh import MeshCounters, graph_service_for
@@ -53,6 +53,7 @@ from harmonic.sim.plan import (
     Timed,
 )
 from harmonic.sim.profiles import ProfileRun
+from harmonic.sim.records import PodRecord
 from harmonic.sim.truth.observer import TruthObserver
 
 Obj = Mapping[str, Any]
@@ -62,21 +63,6 @@ REASON_PREEMPTED = "preempted"
 REASON_DRAINED = "drained"
 REASON_NODE_FAILED = "node failed"
 REASON_DELETED = "deleted by event"
-
-
-@dataclass(slots=True)
-class PodRecord:
-    key: str
-    uid: str
-    seq: int
-    created_at: float
-    owner: wl.Controller | None
-    #: Workload identity: the top-level object (``Deployment/ns/name`` for its ReplicaSet's pods).
-    workload: str
-    run_for: float | None
-    daemon: bool
-    bound_at: float | None = None
-    node: str | None = None
 
 
 def _key(obj: Obj) -> str:
@@ -102,7 +88,7 @@ class World:
         self.usage: Any = None
         self.graph = graph_service_for(run.profile, self)
         if self.graph is not None:
-            services[GRAPH_SERVICE] = self.graph
+            services[AFFINITY_GRAPH.name] = self.graph
         self.feedback = feedback.install(self, services)
         #: The ``node_usage`` service of load-aware profiles (harmonic.sim.usage.exporters).
         self.usage_model: Any = None
@@ -113,7 +99,7 @@ class World:
             self.usage = UsageTruth(self)
             self.usage_model = usage_model_for(run.profile, self)
             if self.usage_model is not None:
-                services["node_usage"] = self.usage_model
+                services[NODE_USAGE.name] = self.usage_model
         self.scheduler = Scheduler(
             run.config,
             registry,

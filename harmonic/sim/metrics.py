@@ -17,20 +17,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from harmonic.api.node import Node
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
+from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, PODS_COL
+from harmonic.scheduler.clock import ManualClock
+from harmonic.scheduler.scheduler import Scheduler
 from harmonic.sim.model_figures import latency_critical_slowdowns
-from harmonic.sim.truth.observer import TrafficSeries
-
-if TYPE_CHECKING:
-    from harmonic.sim.engine import World
+from harmonic.sim.plan import Plan
+from harmonic.sim.records import PodRecord
+from harmonic.sim.truth.observer import TrafficSeries, TruthObserver
 
 #: Wall-clock fields: everything else in metrics.json is the same for the same scenario and seed.
 WALL_CLOCK_KEYS = frozenset(
@@ -55,8 +58,33 @@ class Series:
     lc_slowdown_all: list[float] = field(default_factory=list)
 
 
+class MeasuredWorld(Protocol):
+    """What the metrics read of a profile's simulated world (``engine.World``): a protocol, so that this
+    module does not import the engine, which imports it."""
+
+    plan: Plan
+    scheduler: Scheduler
+    cluster: InMemoryCluster
+    clock: ManualClock
+    truth: TruthObserver
+    recorder: Recorder
+    records: dict[str, PodRecord]
+    node_views: dict[str, Node]
+    failed_nodes: set[str]
+    workload_pods_on: Counter[str]
+    stats: Counter[str]
+    time_to_schedule: list[float]
+    notes: list[str]
+    attempts: int
+    scheduling_seconds: float
+    wall_seconds: float
+    cpu_seconds_completed: float
+
+    def pending(self) -> list[PodRecord]: ...
+
+
 class Recorder:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: MeasuredWorld) -> None:
         self.world = world
         self.series = Series()
         #: Per-node allocation at the end: node -> (cpu share, memory share).
@@ -91,7 +119,7 @@ class Recorder:
         s.cpu_std.append(float(cpu.std()) if len(cpu) else 0.0)
         s.memory_mean.append(float(mem.mean()) if len(mem) else 0.0)
         s.memory_std.append(float(mem.std()) if len(mem) else 0.0)
-        slowdowns = latency_critical_slowdowns(w)
+        slowdowns = latency_critical_slowdowns(w.scheduler.cache.snapshot)
         s.lc_slowdown.append(float(np.mean(slowdowns)) if slowdowns else None)
         s.lc_slowdown_all.extend(slowdowns)
         if final:
@@ -121,7 +149,7 @@ def pending_reason(message: str) -> list[str]:
     return out
 
 
-def _pending(world: World) -> tuple[dict[str, int], list[tuple[int, int, int]]]:
+def _pending(world: MeasuredWorld) -> tuple[dict[str, int], list[tuple[int, int, int]]]:
     reasons: Counter[str] = Counter()
     shapes: list[tuple[int, int, int]] = []
     for rec in world.pending():
@@ -137,7 +165,7 @@ def _pending(world: World) -> tuple[dict[str, int], list[tuple[int, int, int]]]:
     return dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))), shapes
 
 
-def fragmentation(world: World, shapes: list[tuple[int, int, int]]) -> dict[str, Any]:
+def fragmentation(world: MeasuredWorld, shapes: list[tuple[int, int, int]]) -> dict[str, Any]:
     """Capacity free in aggregate but unusable by the pending pods.
 
     Over nodes that accept pods (not cordoned, not failed): ``free_*`` is the capacity left in
@@ -181,7 +209,7 @@ def fragmentation(world: World, shapes: list[tuple[int, int, int]]) -> dict[str,
     return out
 
 
-def _percentile(values: list[float], q: float) -> float:
+def _percentile(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 6) if values else 0.0
 
 
@@ -189,7 +217,7 @@ def _share(num: float, den: float) -> float | None:
     return round(num / den, 6) if den > 0 else None
 
 
-def summarize(world: World) -> dict[str, Any]:
+def summarize(world: MeasuredWorld) -> dict[str, Any]:
     s = world.recorder.series
     reasons, shapes = _pending(world)
     traffic: dict[str, Any] = {}
@@ -272,5 +300,6 @@ def _mean(values: list[float]) -> float:
     return round(float(np.mean(values)), 6) if values else 0.0
 
 
-#: Functions adding keys to each profile's metrics (see module docstring).
-EXTRA_METRICS: list[Callable[[World], dict[str, Any]]] = []
+#: Functions adding keys to each profile's metrics (see module docstring). Each is called with the
+#: engine's ``World`` and declares for itself what it reads of it, so the list's type cannot name it.
+EXTRA_METRICS: list[Callable[[Any], dict[str, Any]]] = []

@@ -8,22 +8,16 @@ times the model's latency-critical row. A profile that optimises this model is b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from harmonic.framework.snapshot import CPU_COL
+from harmonic.framework.snapshot import CPU_COL, Snapshot
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.dissonance import DissonanceModel
-
-if TYPE_CHECKING:
-    from harmonic.sim.engine import World
 
 _MODEL = DissonanceModel()
 
 
-def latency_critical_slowdowns(world: World) -> list[float]:
-    snap = world.scheduler.cache.snapshot
+def latency_critical_slowdowns(snap: Snapshot) -> list[float]:
     lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
     row = _MODEL.matrix[lc]
     out: list[float] = []

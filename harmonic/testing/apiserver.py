@@ -28,7 +28,7 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
 - **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases).
 - **Faults** (for tests): ``inject`` an HTTP status or a delay for requests matching method, path
   regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream, without the final chunk);
-  ``expire_history`` (reconnecting watches get 410); ``close_watches`` (graceful server-side close).
+  ``expire_history`` (reconnecting watches get 410).
 - **Accounting**: every request counted by verb and resource; every binding recorded per pod.
 
 Run in-process (``with ApiServerDouble() as api: ...``; state changes from the test thread are
@@ -1170,17 +1170,6 @@ class ApiServerDouble:
 
         return self._call(run)
 
-    def close_watches(self, resource: str | None = None) -> int:
-        """End open watches cleanly, as the server does at ``timeoutSeconds``."""
-
-        def run() -> int:
-            ws = [w for w in self._state.watches if resource is None or w.rt is _resource(resource)]
-            for w in ws:
-                w.queue.put_nowait(None)
-            return len(ws)
-
-        return self._call(run)
-
     def expire_history(self, resource: str | None = None, watches: int = 0) -> None:
         """Compact the history: watches resuming from any past resourceVersion get 410. With
         ``resource`` and ``watches``, only the next ``watches`` watch requests on it get 410."""
@@ -1210,11 +1199,6 @@ class ApiServerDouble:
 
     def bindings(self) -> builtins.list[Binding]:
         return self._call(lambda: list(self._state.stats.bindings))
-
-    def open_watches(self, resource: str | None = None) -> int:
-        return self._call(
-            lambda: sum(1 for w in self._state.watches if resource is None or w.rt is _resource(resource))
-        )
 
     def events(self, reason: str | None = None) -> builtins.list[Obj]:
         """Events written through either API, oldest first (events.k8s.io ``note`` or core ``message``)."""

@@ -182,21 +182,6 @@ class PodBuilder:
         req["nodeSelectorTerms"].append(term)
         return self
 
-    def preferred_term(self, weight: int, *expressions: tuple[str, str, list[str]]) -> PodBuilder:
-        pref = self._node_affinity().setdefault("preferredDuringSchedulingIgnoredDuringExecution", [])
-        pref.append(
-            {
-                "weight": weight,
-                "preference": {
-                    "matchExpressions": [
-                        {"key": k, "operator": op, "values": list(v)} if v else {"key": k, "operator": op}
-                        for k, op, v in expressions
-                    ]
-                },
-            }
-        )
-        return self
-
     def host_port(self, port: int, protocol: str = "TCP", ip: str = "") -> PodBuilder:
         p: Obj = {"containerPort": port, "hostPort": port, "protocol": protocol}
         if ip:

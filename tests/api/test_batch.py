@@ -79,3 +79,6 @@ def test_batch_profile_loads() -> None:
     prof = cfg.profiles[0]
     assert list(prof.plugins_at("queueSort")) == ["Coscheduling"]
     assert "CapacityScheduling" in prof.plugins_at("preFilter")
+    # CapacityScheduling is the profile's only preemption: DefaultPreemption would evict for a pod its
+    # quota refused without freeing any quota (tests/extender/test_batch.py, the in-process half).
+    assert list(prof.plugins_at("postFilter")) == ["Coscheduling", "CapacityScheduling"]

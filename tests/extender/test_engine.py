@@ -287,3 +287,29 @@ def test_same_node_names_resolve_again_after_nodes_change():
     assert answer() == (["b"], {"a": NODE_NOT_CACHED})
     prio = {h["Host"]: h["Score"] for h in json.loads(ext.prioritize(body))}
     assert prio["a"] == 0 and set(prio) == {"a", "b"}
+
+
+# ---------------------------------------------------------------- preempt
+def test_preempt_answers_with_the_profiles_own_minimal_victims_and_drops_unresolvable_nodes() -> None:
+    """With DefaultPreemption in the profile, kube-scheduler's victims are replaced by the ones the
+    profile's own dry run picks (here fewer: one 1-cpu pod frees room for a 1-cpu pod), and a node the
+    profile rejects as UnschedulableAndUnresolvable (cordoned) is dropped whatever the victims."""
+    cluster = InMemoryCluster()
+    cache = ClusterCache()
+    cluster.subscribe(cache.on_node, cache.on_pod)
+    cluster.add_node(node("n0").cap(cpu="4", memory="8Gi", pods=110).obj())
+    cluster.add_node(node("n1").cap(cpu="4", memory="8Gi", pods=110).unschedulable().obj())
+    for n in ("n0", "n1"):
+        for name, cpu, prio in (("lo0", "1", 0), ("lo1", "1", 1), ("lo2", "2", 2)):
+            uid = f"{n}-{name}"
+            cluster.create_pod(pod(uid).uid(uid).req(cpu=cpu).priority(prio).node(n).obj())
+    cluster.create_pod(pod("p").uid("p").req(cpu="1").priority(100).obj())
+    cache.mark_synced()
+    ext = Extender(load_config(None, in_tree_registry()), in_tree_registry(), cache=cache)
+    proposed = {
+        n: {"Pods": [{"UID": f"{n}-{v}"} for v in ("lo0", "lo1", "lo2")], "NumPDBViolations": 0}
+        for n in ("n0", "n1")
+    }
+    body = {"Pod": cluster.pods["default/p"], "NodeNameToMetaVictims": proposed}
+    got = json.loads(ext.preempt(json.dumps(body).encode()))
+    assert got == {"NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "n0-lo0"}], "NumPDBViolations": 0}}}

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from harmonic.api.batch import BatchObjects
 from harmonic.cluster.memory import InMemoryCluster
+from harmonic.extender.cache import ClusterCache
+from harmonic.extender.engine import Extender
 from harmonic.framework import services
 from harmonic.framework.config import load_config
 from harmonic.framework.services import BATCH, NAMESPACES, WORKLOADS, MissingServiceError, Need
@@ -16,6 +19,7 @@ from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from harmonic.plugins.registry import in_tree_registry
 from harmonic.scheduler.scheduler import Scheduler
+from harmonic.signals import dissonance, graph, usage
 
 GANGS: dict[str, Any] = {
     "profiles": [
@@ -91,9 +95,43 @@ def test_needs_follow_the_args(args: PodTopologySpreadArgs, needs: tuple[Any, ..
 
 
 def test_every_in_tree_need_names_a_known_key_and_says_what_degrades() -> None:
-    keys = {v.name for v in vars(services).values() if isinstance(v, services.ServiceKey)}
+    modules = (services, graph, usage, dissonance)
+    keys = {v for m in modules for v in vars(m).values() if isinstance(v, services.ServiceKey)}
     for cls in in_tree_registry().values():
         for need in cls.NEEDS:
             assert isinstance(need, Need)
-            assert need.key.name in keys | {"affinity_graph", "dissonance"}, cls.NAME
+            assert need.key in keys, cls.NAME
             assert need.without is None or need.without.strip(), cls.NAME
+
+
+def test_the_extender_runs_coscheduling_without_a_queue_or_permit(caplog: pytest.LogCaptureFixture) -> None:
+    """The extender offers neither ``activate`` nor ``waiting_pods``: Coscheduling's degraded modes are
+    logged, not hidden behind a no-op."""
+    with caplog.at_level(logging.WARNING):
+        Extender(
+            load_config(GANGS, in_tree_registry()),
+            in_tree_registry(),
+            cache=ClusterCache(),
+            services={BATCH.name: BatchObjects()},
+        )
+    assert [m for m in _degraded(caplog) if "Coscheduling" in m] == [
+        "profile gangs: plugin Coscheduling runs without the 'activate' service (moves pods to the active "
+        "scheduling queue): a gang's pods turned away are retried on the next cluster event, not at once",
+        "profile gangs: plugin Coscheduling runs without the 'waiting_pods' service (the pods waiting at "
+        "Permit): a failing member releases no waiting siblings (no pod waits at Permit)",
+    ]
+
+
+@pytest.mark.parametrize("plugin", ["TargetLoadPacking", "LoadVariationRiskBalancing", "LoadAware"])
+def test_a_load_aware_plugin_without_usage_logs_that_it_scores_from_requests(
+    plugin: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = {
+        "profiles": [{"schedulerName": "load", "plugins": {"multiPoint": {"enabled": [{"name": plugin}]}}}]
+    }
+    with caplog.at_level(logging.WARNING):
+        _scheduler(config)
+    assert _degraded(caplog) == [
+        f"profile load: plugin {plugin} runs without the 'node_usage' service (observed node usage and "
+        "workload forecasts): no node has metrics: every node is scored from requests"
+    ]

@@ -17,6 +17,7 @@ from harmonic.api.pod import parse_pod
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
 from harmonic.framework.interface import QueuedPodInfo
+from harmonic.framework.services import ACTIVATE
 from harmonic.framework.status import Code
 from harmonic.plugins.coscheduling.args import CoschedulingArgs
 from harmonic.plugins.coscheduling.manager import (
@@ -406,9 +407,9 @@ def test_pod_group_backoff_time() -> None:
         pods=pods,
     )
     activated: list[str] = []
-    handle = pl.handle
-    real = handle.activate
-    handle.activate = lambda ps: (activated.extend(sorted(p.key for p in ps)), real(ps))
+    services = h.scheduler.services
+    real = services[ACTIVATE.name]
+    services[ACTIVATE.name] = lambda ps: (activated.extend(sorted(p.key for p in ps)), real(ps))
     st, _ = pl.permit(CycleState(), parse_pod(pods[0]), "test")
     assert st is not None and st.code == Code.WAIT
     assert activated == ["ns/pod2", "ns/pod3"]

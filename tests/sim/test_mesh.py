@@ -31,12 +31,12 @@ def test_slowdown_of_a_latency_critical_pod_beside_batch():
         duration=60,
     )
     world = run(sc)
-    assert latency_critical_slowdowns(world) == pytest.approx([0.25])
+    assert latency_critical_slowdowns(world.scheduler.cache.snapshot) == pytest.approx([0.25])
 
 
 def test_no_latency_critical_pods_means_no_sample():
     world = run(scenario([objects(job("crunch", cpu="2"), duration=600)], nodes=1, duration=60))
-    assert latency_critical_slowdowns(world) == []
+    assert latency_critical_slowdowns(world.scheduler.cache.snapshot) == []
 
 
 def _topology(tmp_path: Path) -> Path:

@@ -85,15 +85,6 @@ class PeerPlacement:
         peer = np.broadcast_to(np.arange(len(rows))[:, None], keep.shape)[keep]
         return peer, self.slots[rows, :width][keep], self.counts[rows, :width][keep]
 
-    def share_per_slot(self, rows: np.ndarray, frac: np.ndarray) -> np.ndarray:
-        """sum over ``rows`` of ``frac[row] * replicas(row, slot)``, for every slot."""
-        width = int(self.used[rows].max()) if len(rows) else 0
-        if width == 0:
-            return np.zeros(self._snap.capacity, dtype=np.float64)
-        where = self.slots[rows, :width]
-        weight = self.counts[rows, :width] * frac[:, None]
-        return np.bincount(where.ravel(), weights=weight.ravel(), minlength=self._snap.capacity)
-
     def zones(self) -> tuple[np.ndarray, np.ndarray]:
         """(zone code per slot, replicas per [row, zone]) over live nodes with the zone label."""
         column = self._snap.label(self._zone_label)

@@ -52,17 +52,18 @@ from harmonic.api.pod import Pod
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.plugins.communicationaffinity.placement import PeerPlacement
 from harmonic.plugins.helpers import default_normalize_score
 from harmonic.signals.config import TelemetryConfig
-from harmonic.signals.graph import GraphView
+from harmonic.signals.graph import AFFINITY_GRAPH, GraphView
 from harmonic.signals.identity import workload_id
 
 log = logging.getLogger(__name__)
 _PRESCORE_KEY = "PreScoreCommunicationAffinity"
-GRAPH_SERVICE = "affinity_graph"
+GRAPH_SERVICE = AFFINITY_GRAPH.name
 
 
 class CommunicationAffinityArgs(PluginArgs):
@@ -89,22 +90,18 @@ class CommunicationAffinityArgs(PluginArgs):
 class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "CommunicationAffinity"
     Args: ClassVar[type[PluginArgs]] = CommunicationAffinityArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = (
+        Need(AFFINITY_GRAPH, "no traffic signal: only the cohort label brings peers together"),
+    )
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
         self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label)
-        self._warned = False
 
     def _graph(self) -> GraphView | None:
-        try:
-            view: GraphView = self.handle.service(GRAPH_SERVICE).view
-            return view
-        except KeyError:
-            if not self._warned:
-                log.warning("CommunicationAffinity: no %r service; the plugin has no signal", GRAPH_SERVICE)
-                self._warned = True
-            return None
+        source = self.handle.optional_service(AFFINITY_GRAPH)
+        return None if source is None else source.view
 
     def _peers(
         self, pod: Pod, me: int, view: GraphView | None

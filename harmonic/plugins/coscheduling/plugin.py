@@ -22,12 +22,13 @@ that ``PodGroup`` of their namespace, which needs ``minMember`` of them placed a
 
 Args (CoschedulingArgs): ``permitWaitingTimeSeconds`` (60), ``podGroupBackoffSeconds`` (0),
 ``podGroupRejectPercentage`` (0..100, 10), ``gangGuard`` (true). PodGroups are read from the
-``"batch"`` handle service, pods from ``"pods"``.
+``"batch"`` handle service, pods from ``"pods"``; ``"activate"`` and ``"waiting_pods"`` reach the
+scheduler's queue and Permit (the extender has neither).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,7 +49,7 @@ from harmonic.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
 )
-from harmonic.framework.services import BATCH, PODS, Need
+from harmonic.framework.services import ACTIVATE, BATCH, PODS, WAITING_PODS, Need, WaitingPodHandle
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
@@ -72,7 +73,12 @@ class Coscheduling(
 ):
     NAME: ClassVar[str] = "Coscheduling"
     Args: ClassVar[type[PluginArgs]] = CoschedulingArgs
-    NEEDS: ClassVar[tuple[Need, ...]] = (Need(BATCH), Need(PODS))
+    NEEDS: ClassVar[tuple[Need, ...]] = (
+        Need(BATCH),
+        Need(PODS),
+        Need(ACTIVATE, "a gang's pods turned away are retried on the next cluster event, not at once"),
+        Need(WAITING_PODS, "a failing member releases no waiting siblings (no pod waits at Permit)"),
+    )
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
@@ -241,8 +247,8 @@ class Coscheduling(
             )
         self._activate_gangs(guard.release(full))
 
-    def _waiting(self, full: str) -> list[Any]:
-        waiting = getattr(self.handle, "waiting_pods", None)
+    def _waiting(self, full: str) -> list[WaitingPodHandle]:
+        waiting = self.handle.optional_service(WAITING_PODS)
         if waiting is None:
             return []
         return [wp for wp in waiting() if full_name(wp.pod) == full]
@@ -251,8 +257,8 @@ class Coscheduling(
         for wp in self._waiting(full):
             wp.reject(self.NAME, message)
 
-    def _activate(self, pods: Any) -> None:
-        activate = getattr(self.handle, "activate", None)
+    def _activate(self, pods: Iterable[Pod]) -> None:
+        activate = self.handle.optional_service(ACTIVATE)
         if activate is not None:
             activate(list(pods))
 

@@ -20,8 +20,9 @@ from pydantic import Field, model_validator
 from harmonic.api.pod import Pod
 from harmonic.api.quantity import parse_quantity
 from harmonic.framework.args import PluginArgs
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import Snapshot
-from harmonic.signals.usage import EMPTY_VIEW, USAGE_SERVICE, UsageView
+from harmonic.signals.usage import EMPTY_VIEW, NODE_USAGE, UsageView
 
 #: Seconds a just-assigned pod may still be missing from the metrics (metricsAgentReportingIntervalSeconds).
 METRICS_AGENT_REPORTING_INTERVAL = 60.0
@@ -69,6 +70,10 @@ class NodeUsage:
     memory_std: np.ndarray
 
 
+#: What the load-aware plugins (TargetLoadPacking, LoadVariationRiskBalancing, LoadAware) read.
+USAGE_NEEDS = (Need(NODE_USAGE, "no node has metrics: every node is scored from requests"),)
+
+
 class UsageReader:
     """The ``node_usage`` view as arrays over snapshot slots, rebuilt only when the view or the node set
     changes (a loop over nodes once per refresh, never per cycle)."""
@@ -79,11 +84,8 @@ class UsageReader:
         self._arrays: NodeUsage | None = None
 
     def view(self) -> UsageView:
-        try:
-            view: UsageView = self.handle.service(USAGE_SERVICE).view
-        except KeyError:
-            return EMPTY_VIEW
-        return view
+        source = self.handle.optional_service(NODE_USAGE)
+        return EMPTY_VIEW if source is None else source.view
 
     def arrays(self, view: UsageView, snap: Snapshot) -> NodeUsage:
         key = (id(view), snap.node_generation, snap.capacity)

@@ -25,8 +25,9 @@ from harmonic.api.resources import CPU, MEMORY
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import MAX_NODE_SCORE, ScorePlugin
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, Snapshot
-from harmonic.plugins.trimaran.common import TrimaranSpec, UsageReader
+from harmonic.plugins.trimaran.common import USAGE_NEEDS, TrimaranSpec, UsageReader
 from harmonic.signals.usage import USAGE_FALLBACKS
 
 DEFAULT_SAFE_VARIANCE_MARGIN = 1.0
@@ -77,6 +78,7 @@ def risk_scores(
 class LoadVariationRiskBalancing(ScorePlugin):
     NAME: ClassVar[str] = "LoadVariationRiskBalancing"
     Args: ClassVar[type[PluginArgs]] = LoadVariationRiskBalancingArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = USAGE_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -29,10 +29,12 @@ from harmonic.api.quantity import QuantityError, parse_quantity
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import ReservePlugin, ScorePlugin
+from harmonic.framework.services import Need
 from harmonic.framework.snapshot import CPU_COL, Snapshot
 from harmonic.framework.status import Status
 from harmonic.plugins.trimaran.common import (
     METRICS_AGENT_REPORTING_INTERVAL,
+    USAGE_NEEDS,
     AssignedPods,
     TrimaranSpec,
     UsageReader,
@@ -99,6 +101,7 @@ def target_load_packing_scores(predicted_percent: np.ndarray, target: int) -> np
 class TargetLoadPacking(ScorePlugin, ReservePlugin):
     NAME: ClassVar[str] = "TargetLoadPacking"
     Args: ClassVar[type[PluginArgs]] = TargetLoadPackingArgs
+    NEEDS: ClassVar[tuple[Need, ...]] = USAGE_NEEDS
 
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)

@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from harmonic.api.node import Node
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
+from harmonic.cluster.memory import InMemoryCluster
 from harmonic.signals.identity import WorkloadKey
+from harmonic.sim.plan import Plan
+from harmonic.sim.records import PodRecord
 from harmonic.sim.topology import TopologyInstance
 from harmonic.sim.truth.interference import LATENCY_CRITICAL, Interference, PodTruth, perturbations
 from harmonic.sim.truth.latency import CallGraph, RequestSampler, arrival_rates, call_graph, mean_sojourn_ms
 from harmonic.sim.truth.routing import edge_locality
-
-if TYPE_CHECKING:
-    from harmonic.sim.engine import PodRecord, World
 
 TRUTH = "truth"
 _SERVING_KINDS = ("Deployment/", "StatefulSet/")
@@ -112,8 +113,33 @@ class _PodTable:
             self._free.append(slot)
 
 
+class ObservedWorld(Protocol):
+    """What the ground truth reads of a profile's simulated world (``engine.World``): a protocol, so that
+    this module does not import the engine, which imports it."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def cluster(self) -> InMemoryCluster: ...
+
+    @property
+    def replicas_on(self) -> Mapping[str, Counter[str]]: ...
+
+    @property
+    def failed_nodes(self) -> Collection[str]: ...
+
+    @property
+    def failed_zones(self) -> Collection[str]: ...
+
+    @property
+    def node_views(self) -> Mapping[str, Node]: ...
+
+    def zone_of(self) -> Mapping[str, str]: ...
+
+
 class TruthObserver:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: ObservedWorld) -> None:
         self.world = world
         plan = world.plan
         self.interference = Interference(plan.ground_truth, plan.seed)

@@ -29,12 +29,13 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.sim.metrics import EXTRA_METRICS
+from harmonic.sim.records import PodRecord
 from harmonic.sim.scenario import USAGE_PROFILE_FIELDS, UsageProfile, UsageSpec
 from harmonic.sim.truth.interference import workload_matches
 from harmonic.sim.usage.alibaba import UsageSeries
 
 if TYPE_CHECKING:
-    from harmonic.sim.engine import PodRecord, World
+    from harmonic.sim.engine import World
 
 REASON_MEMORY_PRESSURE = "evicted: memory pressure"
 #: Profile parameters, one array each, in this order.
