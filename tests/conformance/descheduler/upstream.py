@@ -121,3 +121,29 @@ def evicted_count(
     pol = policy(profile(point, plugin, args, evictor), **dict(top or {}))
     options = RunOptions(min_nodes=0, churn_check=False)
     return run(pol, [copy.deepcopy(o) for o in objects], now=now, options=options)
+
+
+def pvc(claim: str = "foo") -> Callable[[Obj], None]:
+    def f(p: Obj) -> None:
+        p["spec"]["volumes"] = [{"name": "pvc", "persistentVolumeClaim": {"claimName": claim}}]
+
+    return f
+
+
+def labels(**kv: str) -> Callable[[Obj], None]:
+    def f(o: Obj) -> None:
+        o["metadata"]["labels"] = dict(kv)
+
+    return f
+
+
+def load_error(point: str, plugin: str, args: Mapping[str, Any]) -> str | None:
+    """The policy loader's error for ``args`` (upstream's ``Validate...Args``), or None when valid."""
+    from harmonic.rescheduler.policy import PolicyError, load_policy
+    from tests.rescheduler.helpers import policy as make_policy
+
+    try:
+        load_policy(make_policy(profile(point, plugin, args)))
+    except PolicyError as e:
+        return str(e)
+    return None
