@@ -147,3 +147,30 @@ def load_error(point: str, plugin: str, args: Mapping[str, Any]) -> str | None:
     except PolicyError as e:
         return str(e)
     return None
+
+
+def anti_affinity(key: str, value: str) -> Callable[[Obj], None]:
+    """``test.SetPodAntiAffinity``: required anti-affinity to pods labelled ``key in (value)`` per region."""
+
+    def f(p: Obj) -> None:
+        term = {
+            "labelSelector": {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]},
+            "topologyKey": "region",
+        }
+        p["spec"]["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        }
+
+    return f
+
+
+def priority(value: int) -> Callable[[Obj], None]:
+    def f(p: Obj) -> None:
+        p["spec"]["priority"] = value
+
+    return f
+
+
+def deleting(p: Obj) -> None:
+    """``pod.DeletionTimestamp = &metav1.Time{}``."""
+    p["metadata"]["deletionTimestamp"] = "0001-01-01T00:00:00Z"
