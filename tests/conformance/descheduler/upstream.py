@@ -174,3 +174,32 @@ def priority(value: int) -> Callable[[Obj], None]:
 def deleting(p: Obj) -> None:
     """``pod.DeletionTimestamp = &metav1.Time{}``."""
     p["metadata"]["deletionTimestamp"] = "0001-01-01T00:00:00Z"
+
+
+#: descheduler's nodeutilization tests: ``extendedResource``, ``lowPriority``, ``highPriority``.
+EXTENDED = "example.com/foo"
+LOW_PRIORITY, HIGH_PRIORITY = 0, 10000
+
+
+def node_extended(count: int, resource: str = EXTENDED) -> Callable[[Obj], None]:
+    """``test.SetNodeExtendedResource``."""
+
+    def f(n: Obj) -> None:
+        n["status"]["capacity"][resource] = str(count)
+        n["status"]["allocatable"][resource] = str(count)
+
+    return f
+
+
+def pod_extended(count: int, resource: str = EXTENDED) -> Callable[[Obj], None]:
+    """``test.SetPodExtendedResourceRequest``."""
+
+    def f(p: Obj) -> None:
+        p["spec"]["containers"][0]["resources"]["requests"][resource] = str(count)
+
+    return f
+
+
+def best_effort(p: Obj) -> None:
+    """``test.MakeBestEffortPod``: no requests, no limits."""
+    p["spec"]["containers"][0]["resources"] = {}
