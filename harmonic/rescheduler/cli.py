@@ -26,6 +26,9 @@ from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
 
+#: How long loop mode waits for its informers' first lists before giving up.
+CACHE_SYNC_SECONDS = 60.0
+
 
 def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
     for path in paths:
@@ -232,6 +235,7 @@ def _live(
     from harmonic.cluster.leader import LeaderElector, default_identity
     from harmonic.framework.config import LeaderElection
     from harmonic.plugins.registry import default_registry
+    from harmonic.rescheduler.cache import ClusterCache
     from harmonic.rescheduler.live import LiveRescheduler
 
     transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
@@ -254,6 +258,12 @@ def _live(
         for e, why in report.failed:
             click.echo(f"eviction of {e.pod.key} failed: {why}", err=True)
         return
+    cache = ClusterCache(transport)
+    cache.start()
+    if not cache.wait_for_sync(CACHE_SYNC_SECONDS):
+        cache.stop()
+        click.echo(f"error: the cluster cache did not sync within {CACHE_SYNC_SECONDS:.0f}s", err=True)
+        sys.exit(1)
     stop = threading.Event()
     lease = LeaderElection(True, 15.0, 10.0, 2.0, lease_name, lease_namespace)
     leader = LeaderElector(transport, lease, default_identity())
@@ -267,6 +277,7 @@ def _live(
         options=options,
         events=events,
         leader=leader,
+        cache=cache,
     )
     server = HealthServer(bind_address, port, lr.metrics, {"rescheduler": lr.healthz}, {}) if port else None
     if server is not None:
@@ -280,6 +291,7 @@ def _live(
     stop.set()
     elector.join(timeout=5)
     events.stop()
+    cache.stop()
     if server is not None:
         server.stop()
     sys.exit(1 if leader.lost.is_set() else 0)
