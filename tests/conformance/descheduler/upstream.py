@@ -203,3 +203,29 @@ def pod_extended(count: int, resource: str = EXTENDED) -> Callable[[Obj], None]:
 def best_effort(p: Obj) -> None:
     """``test.MakeBestEffortPod``: no requests, no limits."""
     p["spec"]["containers"][0]["resources"] = {}
+
+
+def default_evictor(args: Mapping[str, Any], objects: Iterable[Obj], now: float = NOW) -> Any:
+    """A DefaultEvictor as upstream's ``initializePlugin`` builds one: its args through the policy
+    loader (so validated), over the objects, ``nodeFit`` answered by the default profile's filters."""
+    import numpy as np
+
+    from harmonic.framework.config import load_config
+    from harmonic.plugins.registry import default_registry
+    from harmonic.rescheduler.evictor import DefaultEvictor
+    from harmonic.rescheduler.policy import load_policy
+    from harmonic.rescheduler.state import from_manifests
+    from harmonic.rescheduler.whatif import WhatIf, replacement
+    from tests.rescheduler.helpers import policy as make_policy
+
+    pol = load_policy(make_policy(profile("deschedule", "RemovePodsViolatingNodeTaints", None, args)))
+    state = from_manifests([copy.deepcopy(o) for o in objects], now=now)
+    registry = default_registry()
+    whatif = WhatIf(load_config(None, registry).profiles[0], registry, state.nodes, state.pods, now=now)
+
+    def fits_elsewhere(pod: Any, names: list[str]) -> bool:
+        slots = np.asarray([whatif.snapshot.slot_of[n] for n in names], dtype=np.int64)
+        ok, _ = whatif.feasible(replacement(pod), slots)
+        return len(ok) > 0
+
+    return DefaultEvictor(pol.profiles[0].evictor_args, state, fits_elsewhere)
