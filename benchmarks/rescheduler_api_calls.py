@@ -8,7 +8,8 @@ RemovePodsViolatingNodeTaints + LowNodeUtilization policy twice: as ``--once`` d
 listing nodes, pods, PDBs and namespaces) and as loop mode does (a ``ClusterCache``: informers listing
 once, then watching). Between cycles one pod is created, so the cache has watch events to apply.
 Prints, per mode, the read requests the server counted (list / watch / get; a watch the server
-closed and the informer reopened counts too) and this process's CPU seconds per cycle
+closed and the informer reopened counts too), the objects received per cycle (list items, or watch
+events the informers applied) and this process's CPU seconds per cycle
 (``time.process_time``; the double runs in this process, so its serving time is included). The machine
 is shared: wall time is not reported. Figures are printed, never assumed.
 """
@@ -103,11 +104,14 @@ def measure(
     prof = load_config(None, default_registry()).profiles[0]
     cache = ClusterCache(transport, backoff=lambda: Backoff(0.05, 1.0)) if cached else None
     setup: Counter[str] = Counter()
+    events = [0]
     if cache is not None:
         api.reset_stats()
         cache.start()
         assert cache.wait_for_sync(120), "cache did not sync"
         setup = reads(api)
+        for inf in cache.informers.values():
+            inf.add_handler(lambda old, new: events.__setitem__(0, events[0] + 1))
     lr = LiveRescheduler(transport, load_policy(POLICY), prof, default_registry(), dry_run=True, cache=cache)
     api.reset_stats()
     cpu = 0.0
@@ -127,7 +131,17 @@ def measure(
     per_cycle = reads(api)
     if cache is not None:
         cache.stop()
-    return {"setup": dict(setup), "cycles": dict(per_cycle), "cpu_per_cycle": cpu / cycles}
+        objects = events[0]
+    else:
+        objects = cycles * sum(
+            len(api.list(r)) for r in ("nodes", "pods", "poddisruptionbudgets", "namespaces")
+        )
+    return {
+        "setup": dict(setup),
+        "cycles": dict(per_cycle),
+        "cpu_per_cycle": cpu / cycles,
+        "objects_per_cycle": objects / cycles,
+    }
 
 
 def main() -> None:
@@ -151,6 +165,7 @@ def main() -> None:
                 print(f"  once, at start: {sum(r['setup'].values())} requests {r['setup']}")
             print(f"  during {a.cycles} cycles: {total} read requests {r['cycles']}")
             print(f"  read requests per cycle: {total / a.cycles:.1f}")
+            print(f"  objects received per cycle (list items or watch events): {r['objects_per_cycle']:.0f}")
             print(f"  CPU s per cycle (rescheduler and double together): {r['cpu_per_cycle']:.3f}")
 
 
