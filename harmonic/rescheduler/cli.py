@@ -233,21 +233,39 @@ def _live(
     from harmonic.cluster.events import EventRecorder
     from harmonic.cluster.health import HealthServer
     from harmonic.cluster.leader import LeaderElector, default_identity
+    from harmonic.cluster.transport import ApiStatusError, TransportError
     from harmonic.framework.config import LeaderElection
     from harmonic.plugins.registry import default_registry
     from harmonic.rescheduler.cache import ClusterCache
     from harmonic.rescheduler.live import LiveRescheduler
+    from harmonic.rescheduler.providers import METRICS_SERVICE, connect
 
     transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
     assert transport is not None
     events = EventRecorder(transport)
+    try:
+        metrics = connect(policy.metrics, lambda path: transport.request("GET", path))
+    except (ApiStatusError, TransportError, ValueError) as err:
+        click.echo(f"error: {policy.source}: metricsProviders: {err}", err=True)
+        sys.exit(1)
+    services = {METRICS_SERVICE: metrics}
     if once:
         lr = LiveRescheduler(
-            transport, policy, prof, default_registry(), dry_run=dry_run, options=options, events=events
+            transport,
+            policy,
+            prof,
+            default_registry(),
+            dry_run=dry_run,
+            options=options,
+            events=events,
+            services=services,
         )
+        if metrics.collector is not None:
+            metrics.collector.collect()
         events.start()
         report = lr.cycle()
         events.stop()
+        metrics.stop()
         if report.error:
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
@@ -278,7 +296,9 @@ def _live(
         events=events,
         leader=leader,
         cache=cache,
+        services=services,
     )
+    metrics.start()
     server = HealthServer(bind_address, port, lr.metrics, {"rescheduler": lr.healthz}, {}) if port else None
     if server is not None:
         server.start()
@@ -292,6 +312,7 @@ def _live(
     elector.join(timeout=5)
     events.stop()
     cache.stop()
+    metrics.stop()
     if server is not None:
         server.stop()
     sys.exit(1 if leader.lost.is_set() else 0)

@@ -37,9 +37,7 @@ def test_cycles_read_the_cache_not_the_api_server(api, transport):
     api.reset_stats()
     cache = started(transport)
     try:
-        wait_until(
-            lambda: all(reads(api).get(f"watch {_id(r)}") for r in RESOURCES), what="a watch per kind"
-        )
+        wait_until(lambda: all(reads(api).get(f"watch {_id(r)}") for r in RESOURCES), what="a watch per kind")
         first = reads(api)
         # One list and one watch per kind, the watch resuming at the list's resourceVersion.
         assert {k: first.get(k) for k in LISTED | WATCHED} == dict.fromkeys(LISTED | WATCHED, 1)

@@ -190,7 +190,10 @@ def test_limits_are_read():
                 metricsProviders=[
                     {
                         "source": "Prometheus",
-                        "prometheus": {"url": "http://p:9090", "authToken": {"secretReference": {"name": "s"}}},
+                        "prometheus": {
+                            "url": "http://p:9090",
+                            "authToken": {"secretReference": {"name": "s"}},
+                        },
                     }
                 ]
             ),
@@ -201,7 +204,9 @@ def test_limits_are_read():
             "metricsProviders[0].source",
         ),
         (
-            policy(metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://p", "tls": True}}]),
+            policy(
+                metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://p", "tls": True}}]
+            ),
             "metricsProviders[0].prometheus.tls: unknown field",
         ),
         (
