@@ -88,3 +88,39 @@ def test_unsynced_cache_fails_the_cycle(api, transport):
     lr = live(transport, TAINTS, cache=cache)
     rep = lr.cycle()
     assert "has not synced" in rep.error and lr.healthz()
+
+
+def test_cli_loop_reads_the_cache(api, tmp_path):
+    """``harmonic reschedule`` in loop mode, as a process: evicts, lists each kind once, exits 0 on SIGTERM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    load(api, tainted())
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    pol = tmp_path / "policy.yaml"
+    pol.write_text(yaml.safe_dump(TAINTS))
+    api.reset_stats()
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "harmonic", "reschedule", "--policy", str(pol), "--interval", "1s"),
+            *("--kubeconfig", str(kubeconfig), "--port", "0"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_until(lambda: api.get("pods", "a", "default") is None, timeout=60, what="the eviction")
+        time.sleep(2.5)  # more cycles, from the cache
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    listed = {k: v for k, v in reads(api).items() if k.startswith("list ")}
+    assert listed == dict.fromkeys(LISTED, 1)
