@@ -23,10 +23,12 @@ from tests.conformance.descheduler.upstream import (
     critical,
     default_evictor,
     ds_owner,
+    in_namespace,
     labels,
     local_storage,
     mirror,
     normal_owner,
+    phase,
     priority,
     pvc,
     rs_owner,
@@ -80,13 +82,6 @@ def namespace(name: str, **extra: str) -> dict[str, Any]:
     }
 
 
-def in_namespace(ns: str):
-    def f(p):
-        p["metadata"]["namespace"] = ns
-
-    return f
-
-
 def claim(name: str, storage_class: str) -> dict[str, Any]:
     """``test.BuildTestPVC``."""
     return {
@@ -95,13 +90,6 @@ def claim(name: str, storage_class: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"]},
     }
-
-
-def phase(v: str):
-    def f(p):
-        p["status"]["phase"] = v
-
-    return f
 
 
 def owner_uid(uid: str):

@@ -15,9 +15,10 @@ from tests.conformance.descheduler.upstream import (
     build_node,
     build_pod,
     chain,
-    critical,
     ds_owner,
     evicted_count,
+    key_value_tainted,
+    kube_system_critical,
     local_storage,
     mirror,
     node_extended,
@@ -25,6 +26,7 @@ from tests.conformance.descheduler.upstream import (
     pod_extended,
     priority,
     rs_owner,
+    tolerates_key_value,
     unschedulable,
 )
 
@@ -35,12 +37,6 @@ def rs(name: str, cpu: int, on: str, apply=None, mem: int = 0):
 
 def ds(name: str, cpu: int, on: str, mem: int = 0):
     return build_pod(name, cpu, mem, on, ds_owner)
-
-
-def kube_system_critical(p):
-    normal_owner(p)
-    p["metadata"]["namespace"] = "kube-system"
-    critical(p)
 
 
 def west(o):
@@ -90,7 +86,7 @@ CASES = [
         three(pods=(9, 10, 10), applies=(None, None, None)),
         [
             build_pod("p1", 400, 0, "n1", chain(normal_owner, local_storage, mirror)),
-            build_pod("p2", 400, 0, "n1", kube_system_critical),
+            build_pod("p2", 400, 0, "n1", chain(normal_owner, kube_system_critical)),
             ds("p3", 400, "n2"),
             ds("p4", 400, "n2"),
             *[rs(f"p{i}", 400, "n3") for i in range(5, 9)],
@@ -110,7 +106,7 @@ CASES = [
         three(),
         [
             rs("p1", 400, "n1"),
-            build_pod("p2", 400, 0, "n1", kube_system_critical),
+            build_pod("p2", 400, 0, "n1", chain(normal_owner, kube_system_critical)),
             *[rs(f"p{i}", 400, "n2") for i in range(3, 7)],
             rs("p7", 400, "n3"),
         ],
@@ -233,18 +229,7 @@ def test_upstream_case(thresholds, nodes, pods, want, evicted, modes):
 
 N1, N2 = build_node("n1", 1000, 3000, 10), build_node("n2", 1000, 3000, 10)
 N3 = build_node("n3", 1000, 3000, 10)
-N3_TAINTED = build_node(
-    "n3",
-    1000,
-    3000,
-    10,
-    lambda n: n["spec"].__setitem__("taints", [{"key": "key", "value": "value", "effect": "NoSchedule"}]),
-)
-
-
-def tolerates(p):
-    rs_owner(p)
-    p["spec"]["tolerations"] = [{"key": "key", "value": "value"}]
+N3_TAINTED = key_value_tainted("n3")
 
 
 TAINTS = [
@@ -264,7 +249,7 @@ TAINTS = [
         [N1, N3_TAINTED],
         [
             rs("pod_1_n1", 100, "n1"),
-            build_pod("tolerate_pod", 200, 0, "n1", tolerates),
+            build_pod("tolerate_pod", 200, 0, "n1", tolerates_key_value),
             rs("pod_9_n3", 500, "n3"),
         ],
         1,

@@ -25,9 +25,11 @@ from tests.conformance.descheduler.upstream import (
     build_node,
     build_pod,
     chain,
-    critical,
     ds_owner,
     evicted_count,
+    in_namespace,
+    key_value_tainted,
+    kube_system_critical,
     load_error,
     local_storage,
     mirror,
@@ -36,6 +38,7 @@ from tests.conformance.descheduler.upstream import (
     pod_extended,
     priority,
     rs_owner,
+    tolerates_key_value,
     unschedulable,
 )
 
@@ -53,22 +56,10 @@ def with_local_storage(p):
     mirror(p)
 
 
-def with_critical(p, owned: bool = True):
-    if owned:
-        normal_owner(p)
-    p["metadata"]["namespace"] = "kube-system"
-    critical(p)
-
-
-def unowned_critical(p):
-    with_critical(p, owned=False)
-
-
-def namespace(ns: str):
-    def f(p):
-        p["metadata"]["namespace"] = ns
-
-    return f
+def with_critical(p):
+    """``withCriticalPod``: owned, in kube-system, system-critical."""
+    normal_owner(p)
+    kube_system_critical(p)
 
 
 def east(n):
@@ -101,7 +92,7 @@ def tail(cpu: int = 400, critical_owned: bool = True, mem: int = 0) -> list[dict
     return [
         build_pod("p6", cpu, mem, "n1", ds_owner),
         build_pod("p7", cpu, mem, "n1", with_local_storage),
-        build_pod("p8", cpu, mem, "n1", with_critical if critical_owned else unowned_critical),
+        build_pod("p8", cpu, mem, "n1", with_critical if critical_owned else kube_system_critical),
     ]
 
 
@@ -126,7 +117,7 @@ CASES = [
         [
             *[build_pod(f"p{i}", 400, 0, "n1", ds_owner) for i in range(1, 5)],
             build_pod("p5", 400, 0, "n1", with_local_storage),
-            build_pod("p6", 400, 0, "n1", unowned_critical),
+            build_pod("p6", 400, 0, "n1", kube_system_critical),
             P9,
         ],
         0,
@@ -138,7 +129,7 @@ CASES = [
         nodes3(),
         [
             *[
-                build_pod(f"p{i}", 400, 0, "n1", chain(normal_owner, namespace("namespace1")))
+                build_pod(f"p{i}", 400, 0, "n1", chain(normal_owner, in_namespace("namespace1")))
                 for i in range(1, 6)
             ],
             *tail(critical_owned=False),
@@ -296,7 +287,7 @@ def test_upstream_case(plugin_args, nodes, pods, want, evicted):
 
 INCLUDE_DEFAULT = [
     *[rs(f"p{i}", 400) for i in (1, 2)],
-    *[build_pod(f"p{i}", 400, 0, "n1", namespace(f"namespace{i}")) for i in (3, 4, 5)],
+    *[build_pod(f"p{i}", 400, 0, "n1", in_namespace(f"namespace{i}")) for i in (3, 4, 5)],
     *tail(),
     P9,
 ]
@@ -318,25 +309,18 @@ def test_upstream_include_only_default_namespace():
 N1 = build_node("n1", 2000, 3000, 10)
 N2 = build_node("n2", 1000, 3000, 10)
 N3 = build_node("n3", 1000, 3000, 10)
-N3_TAINTED = build_node(
-    "n3",
-    1000,
-    3000,
-    10,
-    lambda n: n["spec"].__setitem__("taints", [{"key": "key", "value": "value", "effect": "NoSchedule"}]),
-)
-
-
-def tolerates(p):
-    rs_owner(p)
-    p["spec"]["tolerations"] = [{"key": "key", "value": "value"}]
+N3_TAINTED = key_value_tainted("n3")
 
 
 def on_n1(count: int) -> list[dict[str, Any]]:
     return [rs(f"pod_{i}_n1", 200) for i in range(1, count + 1)]
 
 
-TOLERATING = [*on_n1(7), build_pod("tolerate_pod", 200, 0, "n1", tolerates), rs("pod_9_n3", 200, "n3")]
+TOLERATING = [
+    *on_n1(7),
+    build_pod("tolerate_pod", 200, 0, "n1", tolerates_key_value),
+    rs("pod_9_n3", 200, "n3"),
+]
 TAINTS = [
     pytest.param([N1, N2, N3], [*on_n1(8), rs("pod_9_n2", 200, "n2")], 1, {}, id="No taints"),
     pytest.param(

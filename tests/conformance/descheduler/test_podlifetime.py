@@ -17,9 +17,11 @@ from tests.conformance.descheduler.upstream import (
     build_node,
     build_pod,
     chain,
+    deleting,
     evicted_count,
     labels,
     load_error,
+    phase,
     pvc,
     rs_owner,
 )
@@ -56,22 +58,11 @@ def pod(name: str, apply=None) -> dict[str, Any]:
     return build_pod(name, 1, 1, "node1", chain(rs_owner, apply))
 
 
-def phase(v: str):
-    def f(p):
-        p["status"]["phase"] = v
-
-    return f
-
-
 def reason(v: str):
     def f(p):
         p["status"]["reason"] = v
 
     return f
-
-
-def deleting(p):
-    p["metadata"]["deletionTimestamp"] = "0001-01-01T00:00:00Z"
 
 
 def statuses(kind: str, state: dict[str, Any]):

@@ -15,9 +15,10 @@ from tests.conformance.descheduler.upstream import (
     build_node,
     build_pod,
     chain,
-    critical,
     ds_owner,
     evicted_count,
+    in_namespace,
+    kube_system_critical,
     local_storage,
     mirror,
     normal_owner,
@@ -35,16 +36,9 @@ def pod(name: str, on: str, apply=None) -> dict[str, Any]:
     return build_pod(name, 100, 0, on, apply)
 
 
-def namespace(ns: str):
-    def f(o):
-        o["metadata"]["namespace"] = ns
-
-    return f
-
-
 def rs_pod(name: str, ns: str, apply=None) -> dict[str, Any]:
     """``buildTestPodWithRSOwnerRefWithNamespaceForNode1``."""
-    return pod(name, "n1", chain(rs_owner, namespace(ns), apply))
+    return pod(name, "n1", chain(rs_owner, in_namespace(ns), apply))
 
 
 def image(v: str):
@@ -120,11 +114,6 @@ def master_label(n):
 def worker_label(n):
     # Upstream sets the same key twice; the second value wins.
     n["metadata"]["labels"]["node-role.kubernetes.io/worker"] = "k2"
-
-
-def kube_system_critical(p):
-    p["metadata"]["namespace"] = "kube-system"
-    critical(p)
 
 
 def spread(make, names=range(1, 10), placement=(5, 3, 1), nodes=("n1", "n2", "n3")) -> list[dict[str, Any]]:
@@ -222,14 +211,14 @@ FIND = [
     ),
     C(
         "Three pods in the `node-fit` Namespace, bound to same ReplicaSet. Only node available does not have enough CPU, and nodeFit set to true. 0 should be evicted.",
-        [*DEV, build_pod("CPU-eater", 150, 150, "n6", namespace("test"))],
+        [*DEV, build_pod("CPU-eater", 150, 150, "n6", in_namespace("test"))],
         [node("n1"), build_node("n6", 200, 200, 10)],
         0,
         node_fit=True,
     ),
     C(
         "Three pods in the `node-fit` Namespace, bound to same ReplicaSet. Only node available has enough CPU, and nodeFit set to true. 1 should be evicted.",
-        [*DEV, build_pod("CPU-saver", 100, 150, "n6", namespace("test"))],
+        [*DEV, build_pod("CPU-saver", 100, 150, "n6", in_namespace("test"))],
         [node("n1"), build_node("n6", 200, 200, 10)],
         1,
         node_fit=True,

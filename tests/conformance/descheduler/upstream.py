@@ -229,3 +229,34 @@ def default_evictor(args: Mapping[str, Any], objects: Iterable[Obj], now: float 
         return len(ok) > 0
 
     return DefaultEvictor(pol.profiles[0].evictor_args, state, fits_elsewhere)
+
+
+def phase(value: str) -> Callable[[Obj], None]:
+    def f(p: Obj) -> None:
+        p["status"]["phase"] = value
+
+    return f
+
+
+def in_namespace(ns: str) -> Callable[[Obj], None]:
+    def f(o: Obj) -> None:
+        o["metadata"]["namespace"] = ns
+
+    return f
+
+
+def kube_system_critical(p: Obj) -> None:
+    """A pod in kube-system with ``utils.SystemCriticalPriority``."""
+    in_namespace("kube-system")(p)
+    critical(p)
+
+
+def tolerates_key_value(p: Obj) -> None:
+    """The nodeutilization taint tables' ``podThatToleratesTaint``: owned, tolerating ``key=value``."""
+    rs_owner(p)
+    p["spec"]["tolerations"] = [{"key": "key", "value": "value"}]
+
+
+def key_value_tainted(name: str) -> Obj:
+    """The nodeutilization taint tables' ``n3withTaints``."""
+    return build_node(name, 1000, 3000, 10, taint("key", "value"))
