@@ -45,6 +45,11 @@ def test_limits_are_read():
     assert (p.max_per_node, p.max_per_namespace, p.max_total, p.node_selector) == (2, 3, 4, "a=b")
 
 
+def low_node_utilization(metrics: dict) -> dict:
+    args = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": metrics}
+    return profile("balance", "LowNodeUtilization", args)
+
+
 @pytest.mark.parametrize(
     ("doc", "where"),
     [
@@ -210,46 +215,18 @@ def test_limits_are_read():
             "metricsProviders[0].prometheus.tls: unknown field",
         ),
         (
-            policy(
-                profile(
-                    "balance",
-                    "LowNodeUtilization",
-                    {
-                        "thresholds": {"cpu": 20},
-                        "targetThresholds": {"cpu": 50},
-                        "metricsUtilization": {"source": "KubernetesMetrics"},
-                    },
-                )
-            ),
+            policy(low_node_utilization({"source": "KubernetesMetrics"})),
             "LowNodeUtilization.args.metricsUtilization: source KubernetesMetrics needs metricsProviders",
         ),
         (
             policy(
-                profile(
-                    "balance",
-                    "LowNodeUtilization",
-                    {
-                        "thresholds": {"cpu": 20},
-                        "targetThresholds": {"cpu": 50},
-                        "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}},
-                    },
-                ),
+                low_node_utilization({"source": "Prometheus", "prometheus": {"query": "q"}}),
                 metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://p:9090"}}],
             ),
             "thresholds are expected to specify a single instance of 'MetricResource' resource",
         ),
         (
-            policy(
-                profile(
-                    "balance",
-                    "LowNodeUtilization",
-                    {
-                        "thresholds": {"cpu": 20},
-                        "targetThresholds": {"cpu": 50},
-                        "metricsUtilization": {"metricsServer": True, "source": "KubernetesMetrics"},
-                    },
-                )
-            ),
+            policy(low_node_utilization({"metricsServer": True, "source": "KubernetesMetrics"})),
             'not allowed to set both "KubernetesMetrics" source and metricsServer',
         ),
         (

@@ -99,6 +99,15 @@ def tail(cpu: int = 400, critical_owned: bool = True, mem: int = 0) -> list[dict
 FIVE = [rs(f"p{i}", 400) for i in range(1, 6)]
 P9 = rs("p9", 400, "n2")
 CPU_PODS = ({"cpu": 30, "pods": 30}, {"cpu": 50, "pods": 50})
+EAST_N2 = [build_node("n1", 4000, 3000, 9), build_node("n2", 4000, 3000, 10, east)]
+#: p4 and p5 require the "west" datacenter, which n2 is not (two of upstream's cases share these pods).
+WEST_AFFINITY_P4_P5 = [
+    *FIVE[:3],
+    build_pod("p4", 400, 0, "n1", west_affinity),
+    build_pod("p5", 400, 0, "n1", west_affinity),
+    *tail(),
+    rs("p9", 0, "n2"),
+]
 
 
 def C(name, thresholds, nodes, pods, want, evicted=None, deviation=False, **args):
@@ -214,7 +223,7 @@ CASES = [
     C(
         "without priorities, but only other node doesn't match pod node selector for p4 and p5",
         CPU_PODS,
-        [build_node("n1", 4000, 3000, 9), build_node("n2", 4000, 3000, 10, east)],
+        EAST_N2,
         [
             *FIVE[:3],
             build_pod("p4", 400, 0, "n1", west_selector),
@@ -226,14 +235,8 @@ CASES = [
     C(
         "without priorities, but only other node doesn't match pod node affinity for p4 and p5",
         CPU_PODS,
-        [build_node("n1", 4000, 3000, 9), build_node("n2", 4000, 3000, 10, east)],
-        [
-            *FIVE[:3],
-            build_pod("p4", 400, 0, "n1", west_affinity),
-            build_pod("p5", 400, 0, "n1", west_affinity),
-            *tail(),
-            rs("p9", 0, "n2"),
-        ],
+        EAST_N2,
+        WEST_AFFINITY_P4_P5,
         3,
     ),
     C(
@@ -255,14 +258,8 @@ CASES = [
     C(
         "without priorities different evictions for requested and actual resources",
         CPU_PODS,
-        [build_node("n1", 4000, 3000, 9), build_node("n2", 4000, 3000, 10, east)],
-        [
-            *FIVE[:3],
-            build_pod("p4", 400, 0, "n1", west_affinity),
-            build_pod("p5", 400, 0, "n1", west_affinity),
-            *tail(),
-            rs("p9", 0, "n2"),
-        ],
+        EAST_N2,
+        WEST_AFFINITY_P4_P5,
         3,
     ),
     C(
