@@ -19,11 +19,11 @@ from harmonic.cluster.permissions import allows, rbac_rules, request_attributes
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import LeaderElection, load_config
 from harmonic.plugins.registry import default_registry
-from harmonic.rescheduler.live import LiveRescheduler
 from harmonic.rescheduler.cache import ClusterCache
+from harmonic.rescheduler.live import LiveRescheduler
 from harmonic.rescheduler.permissions import rescheduler_permissions
-from harmonic.rescheduler.providers import MetricsProvidersConfig, connect
 from harmonic.rescheduler.policy import load_policy
+from harmonic.rescheduler.providers import MetricsProvidersConfig, connect
 from harmonic.testing.apiserver import ApiServerDouble
 from tests.cluster.conftest import wait_until
 from tests.deploy.helm import render_chart
