@@ -31,10 +31,11 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import model_validator
 
+from harmonic.api.quantity import QuantityError, parse_quantity
 from harmonic.framework.args import PluginArgs
 from harmonic.signals.periodic import Periodic
 from harmonic.signals.prometheus import instant_query
-from harmonic.signals.usage import UsageSource
+from harmonic.signals.usage import METRICS_API, MetricsServerSource, UsageSource
 
 log = logging.getLogger(__name__)
 
@@ -129,11 +130,19 @@ class MetricsProvidersConfig(PluginArgs):
 
 
 # --------------------------------------------------------------------------- the connections
-class MetricsCollector:
-    """metricscollector.MetricsCollector: node CPU (millicores) and memory (bytes), smoothed."""
+PodReader = Callable[[str, str], "tuple[float, float] | None"]
 
-    def __init__(self, source: UsageSource, interval: float = COLLECT_SECONDS) -> None:
+
+class MetricsCollector:
+    """metricscollector.MetricsCollector: node CPU (millicores) and memory (bytes), smoothed. A pod's
+    usage is read when asked (``read_pod``: its PodMetrics now, as descheduler's actualUsageClient
+    does), else taken from the latest reading."""
+
+    def __init__(
+        self, source: UsageSource, interval: float = COLLECT_SECONDS, read_pod: PodReader | None = None
+    ) -> None:
         self.source = source
+        self.read_pod = read_pod
         self.nodes: dict[str, tuple[int, int]] = {}
         self.pods: dict[tuple[str, str], tuple[float, float]] = {}
         self.synced = threading.Event()
@@ -160,6 +169,8 @@ class MetricsCollector:
             return dict(self.nodes)
 
     def pod_usage(self, namespace: str, name: str) -> tuple[float, float] | None:
+        if self.read_pod is not None:
+            return self.read_pod(namespace, name)
         with self._lock:
             return self.pods.get((namespace, name))
 
@@ -196,6 +207,22 @@ class MetricsProviders:
             close()
 
 
+def pod_metrics_usage(body: Any) -> tuple[float, float] | None:
+    """A PodMetrics' CPU (millicores) and memory (bytes) summed over its containers; None when a
+    container lacks either (descheduler: "container is missing resource")."""
+    cpu = mem = 0.0
+    for c in (body or {}).get("containers") or ():
+        usage = c.get("usage") or {}
+        if "cpu" not in usage or "memory" not in usage:
+            return None
+        try:
+            cpu += float(parse_quantity(usage["cpu"]) * 1000)
+            mem += float(parse_quantity(usage["memory"]))
+        except QuantityError:
+            return None
+    return cpu, mem
+
+
 def prometheus_token(provider: PrometheusProvider, get: Callable[[str], Any]) -> str:
     """The bearer token: the referenced Secret's key, else the service account's token file, else none."""
     ref = provider.auth_token.secret_reference if provider.auth_token else None
@@ -218,13 +245,17 @@ def connect(
     collect_seconds: float = COLLECT_SECONDS,
 ) -> MetricsProviders:
     """Open the policy's providers: ``get(path)`` reads the API server (metrics.k8s.io, Secrets)."""
-    from harmonic.signals.usage import MetricsServerSource
-
     out = MetricsProviders()
     if config.kubernetes:
-        out.collector = MetricsCollector(
-            MetricsServerSource(get, name="rescheduler/metrics-server"), collect_seconds
-        )
+
+        def read_pod(namespace: str, name: str) -> tuple[float, float] | None:
+            try:
+                return pod_metrics_usage(get(f"{METRICS_API}/namespaces/{namespace}/pods/{name}"))
+            except Exception:  # gone, not yet measured, or the API unreachable: no usage for this pod
+                return None
+
+        source = MetricsServerSource(get, name="rescheduler/metrics-server")
+        out.collector = MetricsCollector(source, collect_seconds, read_pod)
     prom = config.prometheus
     if prom is not None:
         token = prometheus_token(prom, get)

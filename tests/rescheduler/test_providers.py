@@ -122,6 +122,22 @@ def test_metrics_server_on_the_api_server(api, transport):
     assert [(e.pod.node_name, e.to) for e in report.result.log.evictions] == [("n1", "n3")]
 
 
+def test_pod_usage_is_read_when_asked(api, transport):
+    """Descheduler GETs a pod's PodMetrics at eviction time: a pod measured after the collection counts,
+    one without metrics (or missing a resource) has no usage."""
+    api.create("metrics.k8s.io/nodes", node_metrics("n1", "1"))
+    cfg = MetricsProvidersConfig(metrics_providers=[{"source": "KubernetesMetrics"}])
+    metrics = connect(cfg, lambda path: transport.request("GET", path))
+    assert metrics.collector is not None and metrics.collector.collect()
+    api.create("metrics.k8s.io/pods", pod_metrics("late", "250m", "64Mi"))
+    assert metrics.collector.pod_usage("default", "late") == (250.0, 64 * 1024**2)
+    assert metrics.collector.pod_usage("default", "unmeasured") is None
+    partial = pod_metrics("partial", "100m")
+    del partial["containers"][0]["usage"]["memory"]
+    api.create("metrics.k8s.io/pods", partial)
+    assert metrics.collector.pod_usage("default", "partial") is None
+
+
 def test_without_a_connection_the_plugin_says_why():
     pol = policy(
         profile("balance", "LowNodeUtilization", ACTUAL), metricsProviders=[{"source": "KubernetesMetrics"}]
