@@ -137,13 +137,15 @@ def labels(**kv: str) -> Callable[[Obj], None]:
     return f
 
 
-def load_error(point: str, plugin: str, args: Mapping[str, Any]) -> str | None:
+def load_error(
+    point: str, plugin: str, args: Mapping[str, Any], evictor: Mapping[str, Any] | None = None
+) -> str | None:
     """The policy loader's error for ``args`` (upstream's ``Validate...Args``), or None when valid."""
     from harmonic.rescheduler.policy import PolicyError, load_policy
     from tests.rescheduler.helpers import policy as make_policy
 
     try:
-        load_policy(make_policy(profile(point, plugin, args)))
+        load_policy(make_policy(profile(point, plugin, args, evictor)))
     except PolicyError as e:
         return str(e)
     return None
