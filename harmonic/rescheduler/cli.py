@@ -26,6 +26,9 @@ from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
 
+#: How long loop mode waits for its informers' first lists before giving up.
+CACHE_SYNC_SECONDS = 60.0
+
 
 def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
     for path in paths:
@@ -230,20 +233,39 @@ def _live(
     from harmonic.cluster.events import EventRecorder
     from harmonic.cluster.health import HealthServer
     from harmonic.cluster.leader import LeaderElector, default_identity
+    from harmonic.cluster.transport import ApiStatusError, TransportError
     from harmonic.framework.config import LeaderElection
     from harmonic.plugins.registry import default_registry
+    from harmonic.rescheduler.cache import ClusterCache
     from harmonic.rescheduler.live import LiveRescheduler
+    from harmonic.rescheduler.providers import METRICS_SERVICE, connect
 
     transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
     assert transport is not None
     events = EventRecorder(transport)
+    try:
+        metrics = connect(policy.metrics, lambda path: transport.request("GET", path))
+    except (ApiStatusError, TransportError, ValueError) as err:
+        click.echo(f"error: {policy.source}: metricsProviders: {err}", err=True)
+        sys.exit(1)
+    services = {METRICS_SERVICE: metrics}
     if once:
         lr = LiveRescheduler(
-            transport, policy, prof, default_registry(), dry_run=dry_run, options=options, events=events
+            transport,
+            policy,
+            prof,
+            default_registry(),
+            dry_run=dry_run,
+            options=options,
+            events=events,
+            services=services,
         )
+        if metrics.collector is not None:
+            metrics.collector.collect()
         events.start()
         report = lr.cycle()
         events.stop()
+        metrics.stop()
         if report.error:
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
@@ -254,6 +276,12 @@ def _live(
         for e, why in report.failed:
             click.echo(f"eviction of {e.pod.key} failed: {why}", err=True)
         return
+    cache = ClusterCache(transport)
+    cache.start()
+    if not cache.wait_for_sync(CACHE_SYNC_SECONDS):
+        cache.stop()
+        click.echo(f"error: the cluster cache did not sync within {CACHE_SYNC_SECONDS:.0f}s", err=True)
+        sys.exit(1)
     stop = threading.Event()
     lease = LeaderElection(True, 15.0, 10.0, 2.0, lease_name, lease_namespace)
     leader = LeaderElector(transport, lease, default_identity())
@@ -267,7 +295,10 @@ def _live(
         options=options,
         events=events,
         leader=leader,
+        cache=cache,
+        services=services,
     )
+    metrics.start()
     server = HealthServer(bind_address, port, lr.metrics, {"rescheduler": lr.healthz}, {}) if port else None
     if server is not None:
         server.start()
@@ -280,6 +311,8 @@ def _live(
     stop.set()
     elector.join(timeout=5)
     events.stop()
+    cache.stop()
+    metrics.stop()
     if server is not None:
         server.stop()
     sys.exit(1 if leader.lost.is_set() else 0)

@@ -103,7 +103,8 @@ class DefaultEvictorArgs(PluginArgs):
     evict_daemon_set_pods: bool = False
     evict_system_critical_pods: bool = False
     ignore_pvc_pods: bool = False
-    ignore_pods_without_pdb: bool = False
+    # descheduler spells it ``ignorePodsWithoutPDB``, not the generated ``ignorePodsWithoutPdb``.
+    ignore_pods_without_pdb: bool = Field(default=False, alias="ignorePodsWithoutPDB")
     evict_failed_bare_pods: bool = False
 
     @field_validator("label_selector", "namespace_label_selector")

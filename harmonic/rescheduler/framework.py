@@ -11,7 +11,7 @@ Accepted moves are applied to the what-if snapshot, so every later decision of t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -220,6 +220,8 @@ class Handle:
     log: RunLog
     #: The whole policy's own settings a plan may need (in-flight plans, pending threshold...).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The run's services by name (e.g. ``providers.METRICS_SERVICE``), as the scheduler's plugins get them.
+    services: Mapping[str, Any] = field(default_factory=dict)
 
     def pods_on(self, node: str, terminal: bool = False) -> list[Pod]:
         return [p for p in self.state.pods_on(node, terminal) if p.uid not in self.evictor.evicted]

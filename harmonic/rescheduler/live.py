@@ -1,6 +1,8 @@
-"""The rescheduler against a live cluster: list, decide (``runner.run_once``), execute.
+"""The rescheduler against a live cluster: read the cluster, decide (``runner.run_once``), execute.
 
-Each cycle lists nodes, pods, PodDisruptionBudgets and namespaces, decides as a dry run would, and —
+Each cycle reads nodes, pods, PodDisruptionBudgets and namespaces — from a ``ClusterCache`` (informers:
+listed once, then watched) when given one, as ``harmonic reschedule`` in loop mode does; else by listing
+them, as a single ``--once`` run does — decides as a dry run would, and —
 unless ``dry_run`` — executes: for a plan, the pending pod's ``status.nominatedNodeName`` is set
 first (the reservation), then its moves are evicted in order through the Eviction API
 (``policy/v1``, with the pod's uid as precondition); other evictions go one by one.
@@ -36,6 +38,7 @@ from harmonic.cluster.leader import LeaderElector
 from harmonic.cluster.transport import MERGE_PATCH, ApiStatusError, Transport, TransportError, object_path
 from harmonic.framework.config import Profile
 from harmonic.framework.registry import Registry
+from harmonic.rescheduler.cache import ClusterCache
 from harmonic.rescheduler.framework import Eviction, Nomination, RunLog
 from harmonic.rescheduler.policy import Policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, remember, run_once
@@ -116,8 +119,10 @@ class LiveRescheduler:
         leader: LeaderElector | None = None,
         services: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.time,
+        cache: ClusterCache | None = None,
     ) -> None:
         self.transport = transport
+        self.cache = cache
         self.policy = policy
         self.profile = profile
         self.registry = registry
@@ -150,6 +155,10 @@ class LiveRescheduler:
 
     # ------------------------------------------------------------------ a cycle
     def snapshot(self) -> ClusterState:
+        if self.cache is not None:
+            if not self.cache.synced:
+                raise TransportError("the cluster cache has not synced yet")
+            return self.cache.state(self.clock())
         objs: list[Mapping[str, Any]] = []
         for api, plural, kind in _LISTS:
             body = self.transport.request("GET", object_path(api, plural))
@@ -178,7 +187,7 @@ class LiveRescheduler:
                 self.execute(result, state, report)
             self.last_error = ""
         except (ApiStatusError, TransportError) as e:
-            report.error = self.last_error = f"listing the cluster: {e}"
+            report.error = self.last_error = f"reading the cluster: {e}"
             log.error("rescheduler cycle failed", extra={"error": str(e)})
         self.loop_seconds.labels("dry-run" if self.dry_run else "non-dry-run").observe(
             time.monotonic() - start

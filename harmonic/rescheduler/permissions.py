@@ -8,12 +8,12 @@ from harmonic.cluster.permissions import Permission, leader_election_permissions
 
 def rescheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
     return (
-        Permission("", ("nodes",), ("list",), "each cycle lists the nodes"),
+        Permission("", ("nodes",), ("list", "watch"), "the cluster cache (informers) of nodes"),
         Permission(
             "",
             ("pods",),
-            ("get", "list"),
-            "each cycle lists pods; a plan re-reads the pending pod and its node's pods",
+            ("get", "list", "watch"),
+            "the cluster cache of pods; a plan re-reads the pending pod and its node's pods",
         ),
         Permission(
             "",
@@ -22,8 +22,16 @@ def rescheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
             "evictions go through the Eviction API (PodDisruptionBudgets)",
         ),
         Permission("", ("pods/status",), ("patch",), "a plan nominates the node it makes room on"),
-        Permission("", ("namespaces",), ("list",), "DefaultEvictor's namespaceLabelSelector"),
-        Permission("policy", ("poddisruptionbudgets",), ("list",), "plans stay inside disruption budgets"),
+        Permission("", ("namespaces",), ("list", "watch"), "DefaultEvictor's namespaceLabelSelector"),
+        Permission(
+            "policy", ("poddisruptionbudgets",), ("list", "watch"), "plans stay inside disruption budgets"
+        ),
+        Permission(
+            "metrics.k8s.io",
+            ("nodes", "pods"),
+            ("get", "list"),
+            "LowNodeUtilization's metricsUtilization (metricsProviders: KubernetesMetrics)",
+        ),
         Permission("", ("events",), ("create", "patch", "update"), "Descheduled / EvictionFailed events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
         *leader_election_permissions(lease_name),

@@ -11,7 +11,7 @@ args are errors naming the field (descheduler silently ignores unknown fields).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from harmonic.framework.args import PluginArgs
+from harmonic.rescheduler import providers
 from harmonic.rescheduler.evictor import NAME as DEFAULT_EVICTOR
 from harmonic.rescheduler.evictor import DefaultEvictorArgs
 from harmonic.rescheduler.framework import ReschedulerPlugin
@@ -78,6 +79,7 @@ class Policy:
     eviction_failure_event_notification: bool = False
     grace_period_seconds: int | None = None
     source: str = "<policy>"
+    metrics: providers.MetricsProvidersConfig = field(default_factory=providers.MetricsProvidersConfig)
 
 
 def _uint(source: str, field: str, v: Any) -> int | None:
@@ -203,15 +205,17 @@ def load_policy(
     for k in data:
         if k not in _TOP:
             raise PolicyError(f"{source}: {k}: unknown field")
-    mc = data.get("metricsCollector") or {}
-    if isinstance(mc, Mapping) and mc.get("enabled"):
-        raise PolicyError(
-            f"{source}: metricsCollector.enabled: actual-usage metrics are not supported by Harmonic's rescheduler"
+    try:
+        metrics = providers.parse(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = _loc(first["loc"]) or "metricsProviders"
+        msg = (
+            "unknown field"
+            if first["type"] == "extra_forbidden"
+            else first["msg"].removeprefix("Value error, ")
         )
-    if data.get("metricsProviders"):
-        raise PolicyError(
-            f"{source}: metricsProviders: actual-usage metrics are not supported by Harmonic's rescheduler"
-        )
+        raise PolicyError(f"{source}: {where}: {msg}") from None
     node_selector = data.get("nodeSelector") or ""
     if not isinstance(node_selector, str):
         raise PolicyError(f"{source}: nodeSelector: must be a label selector string")
@@ -227,6 +231,7 @@ def load_policy(
     for i, n in enumerate(names):
         if n in names[:i]:
             raise PolicyError(f"{source}: profiles[{i}].name: Duplicate value {n!r}")
+    _check_metrics_sources(source, resolved, metrics)
     efn = data.get("evictionFailureEventNotification")
     if efn is not None and not isinstance(efn, bool):
         raise PolicyError(f"{source}: evictionFailureEventNotification: must be a boolean")
@@ -241,7 +246,23 @@ def load_policy(
         eviction_failure_event_notification=bool(efn),
         grace_period_seconds=_uint(source, "gracePeriodSeconds", data.get("gracePeriodSeconds")),
         source=source,
+        metrics=metrics,
     )
+
+
+def _check_metrics_sources(
+    source: str, profiles: tuple[ProfilePolicy, ...], metrics: providers.MetricsProvidersConfig
+) -> None:
+    """A plugin's ``metricsUtilization`` needs its source among the policy's providers (descheduler
+    finds out at the first cycle: "metrics client not initialized")."""
+    for i, prof in enumerate(profiles):
+        for pname, args in prof.args.items():
+            wanted = getattr(args, "metrics_source", None)
+            if wanted and wanted not in metrics.sources:
+                raise PolicyError(
+                    f"{source}: profiles[{i}].pluginConfig {pname}.args.metricsUtilization: source {wanted} "
+                    f"needs metricsProviders: [{{source: {wanted}}}] in the policy"
+                )
 
 
 def read_policy(path: str | Path) -> Policy:

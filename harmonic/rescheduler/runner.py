@@ -116,7 +116,7 @@ def run_once(
             evicted=evicted,
             churn_check=options.churn_check,
         )
-        handle = Handle(state, evictor, whatif, prof.name, log)
+        handle = Handle(state, evictor, whatif, prof.name, log, services=services or {})
         for point in ("deschedule", "balance"):
             for name in prof.plugins[point]:
                 instances.append((point, registry_r[name](prof.args[name], handle)))

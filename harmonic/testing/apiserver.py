@@ -4,7 +4,7 @@ No kube-apiserver can run in tests, and the available emulators lack resourceVer
 subresources, so this is a small, faithful stand-in for the calls a scheduler makes:
 
 - **Objects**: pods, nodes, namespaces (``default``, ``kube-system``, ``kube-public`` and
-  ``kube-node-lease`` exist from the start), poddisruptionbudgets (policy/v1), leases
+  ``kube-node-lease`` exist from the start), poddisruptionbudgets (policy/v1), secrets, leases
   (coordination.k8s.io/v1), Events (core/v1 and events.k8s.io/v1), services and
   replicationcontrollers (core/v1), replicasets and statefulsets (apps/v1), podgroups and
   elasticquotas (scheduling.x-k8s.io/v1alpha1, scheduler-plugins' CRDs), all with the same lists,
@@ -108,6 +108,7 @@ RESOURCE_TYPES = (
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("", "v1", "services", "Service", True),
+    ResourceType("", "v1", "secrets", "Secret", True),
     ResourceType("", "v1", "replicationcontrollers", "ReplicationController", True),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),

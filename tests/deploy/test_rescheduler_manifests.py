@@ -19,9 +19,11 @@ from harmonic.cluster.permissions import allows, rbac_rules, request_attributes
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import LeaderElection, load_config
 from harmonic.plugins.registry import default_registry
+from harmonic.rescheduler.cache import ClusterCache
 from harmonic.rescheduler.live import LiveRescheduler
 from harmonic.rescheduler.permissions import rescheduler_permissions
 from harmonic.rescheduler.policy import load_policy
+from harmonic.rescheduler.providers import MetricsProvidersConfig, connect
 from harmonic.testing.apiserver import ApiServerDouble
 from tests.cluster.conftest import wait_until
 from tests.deploy.helm import render_chart
@@ -105,11 +107,28 @@ def test_rbac_allows_the_calls_the_rescheduler_makes(tmp_path):
         events.start()
         wait_until(lambda: leader.is_leader, what="leadership")
         prof = load_config(None, default_registry()).profiles[0]
+        cache = ClusterCache(transport)
+        cache.start()
+        assert cache.wait_for_sync(10)
+        # The metrics-server reads of metricsProviders: [{source: KubernetesMetrics}].
+        metrics = connect(
+            MetricsProvidersConfig(metrics_collector={"enabled": True}),
+            lambda path: transport.request("GET", path),
+        )
+        assert metrics.collector is not None
+        metrics.collector.collect()
         lr = LiveRescheduler(
-            transport, load_policy(MAKE_ROOM), prof, default_registry(), events=events, leader=leader
+            transport,
+            load_policy(MAKE_ROOM),
+            prof,
+            default_registry(),
+            events=events,
+            leader=leader,
+            cache=cache,
         )
         report = lr.cycle()
         assert report.evicted and report.nominated
+        cache.stop()
         wait_until(
             lambda: (
                 api.stats().requests["create events"] + api.stats().requests["create events.k8s.io/events"]
@@ -134,6 +153,8 @@ def test_rbac_allows_the_calls_the_rescheduler_makes(tmp_path):
     assert made >= {
         ("list", "nodes"),
         ("list", "pods"),
+        ("watch", "pods"),
+        ("watch", "nodes"),
         ("create", "pods/eviction"),
         ("patch", "pods/status"),
         ("create", "leases"),

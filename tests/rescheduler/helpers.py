@@ -46,11 +46,18 @@ def run(
     scheduler: Mapping[str, Any] | None = None,
     options: RunOptions | None = None,
     recent: dict[str, float] | None = None,
+    services: Mapping[str, Any] | None = None,
 ) -> RunResult:
     state = from_manifests(objects, now=now)
     cfg = load_config(scheduler, _REGISTRY, source="<test>")
     return run_once(
-        load_policy(pol), state, cfg.profiles[0], _REGISTRY, options=options or RunOptions(), recent=recent
+        load_policy(pol),
+        state,
+        cfg.profiles[0],
+        _REGISTRY,
+        options=options or RunOptions(),
+        recent=recent,
+        services=services,
     )
 
 

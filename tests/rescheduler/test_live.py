@@ -147,7 +147,7 @@ def test_api_errors_fail_healthz(api, transport):
     api.inject(status=500, method="GET", path=r"/nodes$")
     lr = live(transport, TAINTS)
     r = lr.cycle()
-    assert r.error and "listing the cluster" in (lr.healthz() or "")
+    assert r.error and "reading the cluster" in (lr.healthz() or "")
 
 
 def test_cli_once_against_the_api_server(api, tmp_path):

@@ -45,6 +45,11 @@ def test_limits_are_read():
     assert (p.max_per_node, p.max_per_namespace, p.max_total, p.node_selector) == (2, 3, 4, "a=b")
 
 
+def low_node_utilization(metrics: dict) -> dict:
+    args = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": metrics}
+    return profile("balance", "LowNodeUtilization", args)
+
+
 @pytest.mark.parametrize(
     ("doc", "where"),
     [
@@ -170,8 +175,69 @@ def test_limits_are_read():
             "'soon' is not a duration",
         ),
         (
-            policy(metricsCollector={"enabled": True}),
-            "metricsCollector.enabled: actual-usage metrics are not supported",
+            policy(metricsProviders=[{"source": "KubernetesMetrics"}, {"source": "KubernetesMetrics"}]),
+            "metricsProviders: metric provider 'KubernetesMetrics' is already configured",
+        ),
+        (
+            policy(metricsCollector={"enabled": True}, metricsProviders=[{"source": "KubernetesMetrics"}]),
+            "not allowed to combine metrics provider when metrics collector is enabled",
+        ),
+        (
+            policy(metricsProviders=[{"source": "Prometheus"}]),
+            "prometheus configuration is required",
+        ),
+        (
+            policy(metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "prometheus:9090"}}]),
+            "error parsing prometheus URL",
+        ),
+        (
+            policy(
+                metricsProviders=[
+                    {
+                        "source": "Prometheus",
+                        "prometheus": {
+                            "url": "http://p:9090",
+                            "authToken": {"secretReference": {"name": "s"}},
+                        },
+                    }
+                ]
+            ),
+            "does not set both namespace and name",
+        ),
+        (
+            policy(metricsProviders=[{"source": "Graphite"}]),
+            "metricsProviders[0].source",
+        ),
+        (
+            policy(
+                metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://p", "tls": True}}]
+            ),
+            "metricsProviders[0].prometheus.tls: unknown field",
+        ),
+        (
+            policy(low_node_utilization({"source": "KubernetesMetrics"})),
+            "LowNodeUtilization.args.metricsUtilization: source KubernetesMetrics needs metricsProviders",
+        ),
+        (
+            policy(
+                low_node_utilization({"source": "Prometheus", "prometheus": {"query": "q"}}),
+                metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://p:9090"}}],
+            ),
+            "thresholds are expected to specify a single instance of 'MetricResource' resource",
+        ),
+        (
+            policy(low_node_utilization({"metricsServer": True, "source": "KubernetesMetrics"})),
+            'not allowed to set both "KubernetesMetrics" source and metricsServer',
+        ),
+        (
+            policy(
+                profile(
+                    "balance",
+                    "LowNodeUtilization",
+                    {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {}},
+                )
+            ),
+            "metrics source is empty",
         ),
     ],
 )

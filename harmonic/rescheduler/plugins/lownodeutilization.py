@@ -7,13 +7,19 @@ replacement must land elsewhere, as the scheduler would place it.
 
 Args: ``thresholds`` and ``targetThresholds`` (required, same resources, percentages 0..100,
 thresholds <= targets unless deviation), ``useDeviationThresholds`` (false), ``numberOfNodes`` (0),
-``evictableNamespaces`` (``exclude`` only), ``evictionLimits.node``. ``metricsUtilization`` (actual
-usage from metrics-server or Prometheus) is not supported: an error names it.
+``evictableNamespaces`` (``exclude`` only), ``evictionLimits.node``, ``metricsUtilization``: actual usage
+instead of requests — ``source: KubernetesMetrics`` (or the deprecated ``metricsServer: true``) reads
+node CPU and memory from metrics-server and a pod's own usage from its PodMetrics; ``source:
+Prometheus`` with ``prometheus.query`` reads one value in [0, 1] per node (label ``instance``) as the
+percentage of the single threshold resource ``MetricResource``. The source must be among the policy's
+``metricsProviders`` (``providers.py``); usage the source cannot give makes the plugin do nothing this
+run and say why, as descheduler's Balance returns its error.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -31,17 +37,58 @@ from harmonic.rescheduler.plugins.nodeutilization import (
     measure,
     threshold_vector,
 )
+from harmonic.rescheduler.plugins.usageclients import (
+    METRIC_RESOURCE,
+    ActualUsage,
+    PrometheusUsage,
+    RequestedUsage,
+    UsageClient,
+    UsageError,
+)
+from harmonic.rescheduler.providers import METRICS_SERVICE
 
 
 class EvictionLimits(PluginArgs):
     node: int | None = Field(default=None, ge=0)
 
 
+class PrometheusQueryArgs(PluginArgs):
+    query: str = ""
+
+
+class MetricsUtilization(PluginArgs):
+    metrics_server: bool = False
+    source: Literal["", "KubernetesMetrics", "Prometheus"] = ""
+    prometheus: PrometheusQueryArgs | None = None
+
+    @model_validator(mode="after")
+    def _valid(self) -> MetricsUtilization:
+        if self.source == "KubernetesMetrics" and self.metrics_server:
+            raise ValueError('it is not allowed to set both "KubernetesMetrics" source and metricsServer')
+        if self.source == "KubernetesMetrics" and self.prometheus is not None:
+            raise ValueError(
+                'prometheus configuration is not allowed to set when source is set to "KubernetesMetrics"'
+            )
+        if self.source == "Prometheus" and (self.prometheus is None or not self.prometheus.query):
+            raise ValueError('prometheus query is required when metrics source is set to "Prometheus"')
+        if not self.source and not self.metrics_server:
+            raise ValueError("metrics source is empty")
+        return self
+
+
 class LowNodeUtilizationArgs(UtilizationArgs):
     use_deviation_thresholds: bool = False
     target_thresholds: dict[str, float] = Field(default_factory=dict)
-    metrics_utilization: dict[str, Any] | None = None
+    metrics_utilization: MetricsUtilization | None = None
     eviction_limits: EvictionLimits | None = None
+
+    @property
+    def metrics_source(self) -> str | None:
+        """The policy's metrics provider this plugin reads, if any."""
+        m = self.metrics_utilization
+        if m is None:
+            return None
+        return "Prometheus" if m.source == "Prometheus" else "KubernetesMetrics"
 
     @model_validator(mode="after")
     def _valid(self) -> LowNodeUtilizationArgs:
@@ -51,11 +98,32 @@ class LowNodeUtilizationArgs(UtilizationArgs):
         for r, v in self.thresholds.items():
             if v > self.target_thresholds[r] and not self.use_deviation_thresholds:
                 raise ValueError(f"thresholds' {r} percentage is greater than targetThresholds'")
-        if self.metrics_utilization is not None:
-            raise ValueError(
-                "metricsUtilization: actual-usage metrics are not supported by Harmonic's rescheduler"
-            )
+        if self.metrics_source == "Prometheus":
+            for name, given in (
+                ("thresholds", self.thresholds),
+                ("targetThresholds", self.target_thresholds),
+            ):
+                if list(given) != [METRIC_RESOURCE]:
+                    raise ValueError(
+                        f"{name} are expected to specify a single instance of {METRIC_RESOURCE!r} resource, "
+                        f"got {sorted(given)} instead"
+                    )
         return self
+
+    def usage_client(self, services: Mapping[str, Any]) -> UsageClient:
+        """Requests, or the metrics source (raises ``UsageError`` when the run has no connection to it)."""
+        m = self.metrics_utilization
+        if m is None:
+            return RequestedUsage()
+        conn = services.get(METRICS_SERVICE)
+        if m.source == "Prometheus":
+            if conn is None or conn.prometheus is None:
+                raise UsageError("prometheus client not initialized")
+            assert m.prometheus is not None
+            return PrometheusUsage(conn.prometheus, m.prometheus.query)
+        if conn is None or conn.collector is None:
+            raise UsageError("metrics client not initialized")
+        return ActualUsage(conn.collector)
 
 
 class LowNodeUtilization(BalancePlugin):
@@ -66,7 +134,12 @@ class LowNodeUtilization(BalancePlugin):
     def balance(self, nodes: list[Node]) -> None:
         a = self.args
         configured = list(a.thresholds)
-        resources, usage, pct, low = measure(self.handle, nodes, a.thresholds)
+        try:
+            client = a.usage_client(self.handle.services)
+            resources, usage, pct, low = measure(self.handle, nodes, a.thresholds, client)
+        except UsageError as e:
+            self.handle.log.plans.append((self.NAME, "error", f"error getting node usage: {e}"))
+            return
         high = threshold_vector(resources, a.target_thresholds, np.inf)
         if a.use_deviation_thresholds:
             cols = [resources.index(r) for r in configured]

@@ -1,6 +1,7 @@
 """What LowNodeUtilization and HighNodeUtilization share (descheduler's ``nodeutilization`` package):
-node usage from pod requests, percentages of allocatable, classification, and the eviction loop that
-moves pods from source nodes while destination nodes have room below their thresholds.
+node usage (from pod requests, or actual usage: ``usageclients``), percentages of allocatable,
+classification, and the eviction loop that moves pods from source nodes while destination nodes have
+room below their thresholds.
 
 Usage and capacity are (nodes x resources) integer arrays (CPU in millicores, pods as a count), so
 classifying a thousand nodes is a few numpy operations.
@@ -8,6 +9,7 @@ classifying a thousand nodes is a few numpy operations.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Self
@@ -24,6 +26,15 @@ from harmonic.rescheduler.args import Namespaces
 from harmonic.rescheduler.budget import EvictionLimitError
 from harmonic.rescheduler.framework import Handle
 from harmonic.rescheduler.plugins.common import priority_low_to_high
+from harmonic.rescheduler.plugins.usageclients import (
+    PrometheusUsage,
+    RequestedUsage,
+    UsageClient,
+    UsageError,
+    capacity,
+)
+
+log = logging.getLogger(__name__)
 
 BASIC = (CPU, MEMORY, PODS)
 
@@ -65,6 +76,7 @@ class Usage:
     used: np.ndarray  # int64 (nodes, resources)
     capacity: np.ndarray  # int64 (nodes, resources)
     pods: list[list[Pod]]
+    client: UsageClient
 
     def percent(self) -> np.ndarray:
         cap = self.capacity.astype(np.float64)
@@ -73,25 +85,24 @@ class Usage:
         return out
 
 
-def node_usage(handle: Handle, nodes: list[Node], resources: list[str]) -> Usage:
-    """Requested usage (requestedUsageClient): every non-terminal pod's requests, pods counted as 1."""
+def node_usage(handle: Handle, nodes: list[Node], resources: list[str], client: UsageClient) -> Usage:
+    """Every non-terminal pod of each node and the node's usage as ``client`` measures it (raises
+    ``UsageError`` when it cannot)."""
     pods = [handle.pods_on(n.name) for n in nodes]
-    used = np.zeros((len(nodes), len(resources)), dtype=np.int64)
-    cap = np.zeros_like(used)
-    for i, (n, ps) in enumerate(zip(nodes, pods, strict=True)):
-        for j, r in enumerate(resources):
-            cap[i, j] = n.allocatable.get(r, 0)
-            used[i, j] = len(ps) if r == PODS else sum(p.requests.get(r, 0) for p in ps)
-    return Usage(nodes, resources, used, cap, pods)
+    return Usage(
+        nodes, resources, client.node_usage(nodes, pods, resources), capacity(nodes, resources), pods, client
+    )
 
 
 def measure(
-    handle: Handle, nodes: list[Node], thresholds: Mapping[str, float]
+    handle: Handle, nodes: list[Node], thresholds: Mapping[str, float], client: UsageClient | None = None
 ) -> tuple[list[str], Usage, np.ndarray, np.ndarray]:
-    """The thresholded resources plus CPU, memory and pods: usage, its percentages of allocatable and
-    the ``thresholds`` as a vector (unthresholded resources never limit)."""
-    resources = extended(list(thresholds))
-    usage = node_usage(handle, nodes, resources)
+    """The thresholded resources plus CPU, memory and pods (only ``MetricResource`` for a Prometheus
+    query): usage, its percentages of allocatable and the ``thresholds`` as a vector (unthresholded
+    resources never limit)."""
+    client = client if client is not None else RequestedUsage()
+    resources = list(thresholds) if isinstance(client, PrometheusUsage) else extended(list(thresholds))
+    usage = node_usage(handle, nodes, resources, client)
     return resources, usage, usage.percent(), threshold_vector(resources, thresholds, np.inf)
 
 
@@ -127,10 +138,11 @@ def evict_from_sources(
     excluded_namespaces: Namespaces | None,
     per_node_limit: int | None,
 ) -> None:
-    """evictPodsFromSourceNodes + evictPods. ``available`` is every node's threshold-capped capacity."""
+    """evictPodsFromSourceNodes + evictPods. ``available`` is every node's threshold-capped capacity.
+    A pod whose usage the client cannot measure is skipped; when the client cannot measure pods at all
+    (Prometheus), a node gives one pod, or up to ``per_node_limit``, without accounting, as upstream."""
     total = (available[destinations] - usage.used[destinations]).sum(axis=0)
     dest_taints = [usage.nodes[d].taints for d in destinations]
-    pods_col = usage.resources.index(PODS)
     ev = handle.evictor
     for s in sources:
         removable = priority_low_to_high(p for p in usage.pods[s] if evictable(p))
@@ -147,6 +159,11 @@ def evict_from_sources(
             if not ev.pre_eviction_filter(p):
                 continue
             try:
+                used = usage.client.pod_usage(p, usage.resources)
+            except UsageError as e:
+                log.warning("unable to get pod usage", extra={"pod": p.key, "error": str(e)})
+                continue
+            try:
                 if not ev.evict(p, plugin, why, move=True):
                     continue
             except EvictionLimitError as e:
@@ -155,11 +172,13 @@ def evict_from_sources(
                 if e.scope == "node":
                     break
                 continue
+            if used is None and per_node_limit is None:
+                break
             count += 1
-            req = np.array([p.requests.get(r, 0) for r in usage.resources], dtype=np.int64)
-            req[pods_col] = 1
-            usage.used[s] -= req
-            total -= req
+            if used is None:
+                continue
+            usage.used[s] -= used
+            total -= used
             if not keep_going(s, total):
                 break
 

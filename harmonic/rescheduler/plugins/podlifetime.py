@@ -53,6 +53,16 @@ ALLOWED_STATES = frozenset(
 )
 
 
+#: Go's zero time (0001-01-01T00:00:00Z) in Unix seconds.
+_GO_ZERO_TIME = -62_135_596_800.0
+
+
+def _born(p: Pod) -> float:
+    """Creation time; upstream reads an unset creationTimestamp as Go's zero time, older than any limit."""
+    born = created_at(p)
+    return _GO_ZERO_TIME if born is None else born
+
+
 class OwnerKinds(PluginArgs):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -105,8 +115,7 @@ class PodLifeTime(DeschedulePlugin):
     def _matches(self, p: Pod) -> bool:
         a, now = self.args, self.handle.state.now
         if a.max_pod_life_time_seconds is not None:
-            born = created_at(p)
-            age = now - born if born is not None else -1
+            age = now - _born(p)
             if age < 0 or int(age) <= a.max_pod_life_time_seconds:
                 return False
         if a.states and not self._in_states(p):
@@ -171,5 +180,5 @@ class PodLifeTime(DeschedulePlugin):
             for p in self.handle.pods_on(n.name, terminal=True)
             if keep(p) and self._matches(p)
         ]
-        pods.sort(key=lambda p: created_at(p) or 0.0)
+        pods.sort(key=_born)
         evict_each(self.handle, pods, self.NAME, "pod lifetime exceeded", move=False, node_limit="continue")

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import field_validator
 
 from harmonic.api.node import Node
 from harmonic.api.pod import Pod
@@ -34,6 +35,12 @@ from harmonic.rescheduler.whatif import replacement
 class RemovePodsViolatingTopologySpreadConstraintArgs(FilteredArgs):
     constraints: tuple[Literal["DoNotSchedule", "ScheduleAnyway"], ...] = ("DoNotSchedule",)
     topology_balance_node_fit: bool = True
+
+    @field_validator("constraints", mode="before")
+    @classmethod
+    def _unset(cls, v: object) -> object:
+        # descheduler defaults a nil list (``constraints:`` with no value) as an absent one.
+        return ("DoNotSchedule",) if v is None else v
 
 
 #: A constraint with the owning pod's placement restrictions its inclusion policies honour.

@@ -15,9 +15,9 @@ from tests.conformance.descheduler.upstream import (
     build_node,
     build_pod,
     chain,
-    critical,
     ds_owner,
     evicted_count,
+    kube_system_critical,
     local_storage,
     mirror,
     normal_owner,
@@ -54,11 +54,6 @@ def tolerate(key: str, value: str, effect: str = "NoSchedule"):
 
 TOL1 = tolerate("testTaint1", "test1")
 TOLX = tolerate("testTaintX1", "testX1")
-
-
-def kube_system_critical(p):
-    p["metadata"]["namespace"] = "kube-system"
-    critical(p)
 
 
 def selector_west(p):

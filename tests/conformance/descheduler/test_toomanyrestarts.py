@@ -16,6 +16,7 @@ from tests.conformance.descheduler.upstream import (
     local_storage,
     mirror,
     normal_owner,
+    phase,
     taint,
     unschedulable,
 )
@@ -50,13 +51,6 @@ def node(name: str, apply=None) -> dict[str, Any]:
 def crashloop(p):
     if p["status"].get("containerStatuses"):
         p["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
-
-
-def phase(v):
-    def f(p):
-        p["status"]["phase"] = v
-
-    return f
 
 
 def init_crashloop(p):
