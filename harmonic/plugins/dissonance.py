@@ -23,7 +23,8 @@ Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset
 ``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
 to the best candidate in each zone, so Dissonance picks nodes inside zones and leaves the choice of zone
 to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``). The model comes from the handle service ``dissonance`` when
-present (so the feedback loop can update it), else it is built from these args.
+present (so the feedback loop can update it), else it is built from these args; a workload the loop
+learnt to suffer unlike its class suffers by its own row (``DissonanceModel.victim_row``).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         self._load = ClassLoad(handle.snapshot)
         self._inv_key: tuple[int, int] | None = None
         self._inv = np.zeros(0)
-        self._weight_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._weight_cache: dict[tuple[int, int, int, object], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def model(self) -> DissonanceModel:
@@ -188,17 +189,18 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             self._inv_key = (snap.node_generation, snap.capacity)
         return self._inv
 
-    def _weights(self, model: DissonanceModel, ci: int, cpu: float) -> np.ndarray:
+    def _weights(self, model: DissonanceModel, ci: int, cpu: float, pod: Pod) -> np.ndarray:
         """[2 * classes, 2] columns for the load table: the cost per unit of node CPU (what the pod
         suffers from each class's CPU, what it inflicts on each class's pods with its ``cpu``), then
         the node's latency-critical slowdown. The parts are cached per model version."""
-        key = (id(model), model.version, ci)
+        workload, own = model.victim_row(pod, ci)
+        key = (id(model), model.version, ci, workload)
         hit = self._weight_cache.get(key)
         if hit is None:
             n = len(CLASSES)
             lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
             suffer = np.zeros((2 * n, 2))
-            suffer[:n, 0] = model.importance[ci] * model.matrix[ci]
+            suffer[:n, 0] = model.importance[ci] * own
             suffer[:n, 1] = model.matrix[lc]
             inflict = np.zeros((2 * n, 2))
             inflict[n:, 0] = model.importance * model.matrix[:, ci]
@@ -225,7 +227,7 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         rows = self._load.table.take(slots, axis=0)
         # suffered = (cpu by class . importance[c] M[c]) / alloc; inflicted = (count by class .
         # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
-        both = rows @ self._weights(model, ci, cpu)
+        both = rows @ self._weights(model, ci, cpu, pod)
         cost = both[:, 0] * inv_alloc
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a

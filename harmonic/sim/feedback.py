@@ -307,6 +307,8 @@ class SimFeedback:
             "workload_error_initial": _mean(before),
             "workload_error_final": _mean(after),
             "workload_errors": named,
+            # The workloads whose own row the Dissonance plugin reads (learning profiles only).
+            "workload_rows": sorted(str(k) for k in self.learner.model.workload_rows) if self.learning else [],
             "resizes": None,
             "moves": None,
             "move_recommendations": self.advisor.issued,
