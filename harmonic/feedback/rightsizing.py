@@ -4,10 +4,10 @@ Each round, per workload with an SLO (``harmonic.dev/flourish-target``), the rig
 reports made under the request now in force (``Observation.cpu_millis``) since it was set, and at the
 pods' observed CPU and memory use:
 
-- **Regression** — their mean cost (the flourish value, inverted for ``maximize``) is above the
-  target: after a cut, *revert* to the last request that kept the SLO, remember the failed one as a
+- **Regression** — the ``sloQuantile`` quantile of their costs (the flourish value, inverted for
+  ``maximize``; 0.95 by default, so the SLO holds for 19 reports in 20) is above the target: after a cut, *revert* to the last request that kept the SLO, remember the failed one as a
   floor never to be reached again and halve the step; with no cut to undo, grow by ``maxStepUp``.
-- **Comfortable** — mean cost at most ``(1 - sloMargin)`` of the target: the request is remembered as
+- **Comfortable** — that quantile at most ``(1 - sloMargin)`` of the target: the request is remembered as
   good and cut by the step (at first ``maxStepDown``), never to or below a failed request, never below
   the pods' observed peak use, and not at all once the step is under ``minStep`` (converged).
 - Otherwise hold: the SLO holds with little room.
@@ -28,6 +28,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from harmonic.feedback.vpa import MIN_CPU_MILLIS, MIN_MEMORY_BYTES, VpaRecommender
@@ -45,6 +46,7 @@ class RightSizingArgs(PluginArgs):
     min_step: float = Field(default=0.04, gt=0, lt=1)
     cooldown_seconds: float = Field(default=300.0, ge=0)
     slo_margin: float = Field(default=0.05, ge=0, lt=1)
+    slo_quantile: float = Field(default=0.95, gt=0, lt=1)
     min_reports: int = Field(default=5, ge=1)
     memory_margin: float = Field(default=0.15, ge=0, le=4)
 
@@ -131,27 +133,45 @@ class RightSizer:
             )
         if len(r.costs) < a.min_reports:
             return None
-        mean = math.fsum(r.costs) / len(r.costs)
+        tail = float(np.quantile(np.asarray(r.costs), a.slo_quantile))
         cpu = r.cpu_request
-        if mean > r.target:
+        if tail > r.target:
             st.failed = max(st.failed, cpu)
             if st.cut and st.good is not None and st.good > cpu:
                 st.step /= 2
                 self.reverts += 1
                 return self._log(
-                    r, now, st, st.good, memory, f"revert: mean cost {mean:.3g} > SLO {r.target:.3g} after a cut"
+                    r, now, st, st.good, memory, f"revert: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
                 )
             grown = _clamp(cpu * (1 + a.max_step_up), a.min_cpu, a.max_cpu)
-            return self._log(r, now, st, grown, memory, f"grow: mean cost {mean:.3g} > SLO {r.target:.3g}")
+            return self._log(r, now, st, grown, memory, f"grow: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g}")
         st.good = cpu if st.good is None else min(st.good, cpu)
-        if mean > (1 - a.slo_margin) * r.target or st.step < a.min_step:
-            return self._log(r, now, st, cpu, memory, f"hold: mean cost {mean:.3g} within SLO {r.target:.3g}")
+        if tail > (1 - a.slo_margin) * r.target or st.step < a.min_step:
+            return self._log(r, now, st, cpu, memory, f"hold: P{a.slo_quantile * 100:g} cost {tail:.3g} within SLO {r.target:.3g}")
         floor = max(st.failed * (1 + a.min_step), max(r.cpu_use, default=0.0), a.min_cpu)
         cut = max(cpu * (1 - st.step), floor)
         if cut > cpu * (1 - a.min_step):
             return self._log(r, now, st, cpu, memory, "hold: converged (the next cut would be below the step)")
         return self._log(
-            r, now, st, cut, memory, f"cut: mean cost {mean:.3g} <= {1 - a.slo_margin:.0%} of SLO {r.target:.3g}"
+            r, now, st, cut, memory, f"cut: P{a.slo_quantile * 100:g} cost {tail:.3g} <= {1 - a.slo_margin:.0%} of SLO {r.target:.3g}"
+        )
+
+    def check(self, r: RoundInput, now: float) -> Decision | None:
+        """Between rounds: revert a cut at once when the reports made since show a regression
+        (``minReports`` of them, their tail above the SLO) — no cool-down holds a revert back."""
+        st = self._state.get(r.workload)
+        if st is None or not st.cut or st.good is None or st.good <= r.cpu_request or r.target is None:
+            return None
+        if len(r.costs) < self.args.min_reports:
+            return None
+        tail = float(np.quantile(np.asarray(r.costs), self.args.slo_quantile))
+        if tail <= r.target:
+            return None
+        st.failed = max(st.failed, r.cpu_request)
+        st.step /= 2
+        self.reverts += 1
+        return self._log(
+            r, now, st, st.good, r.memory_request, f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
         )
 
     def _memory(self, r: RoundInput) -> float:
