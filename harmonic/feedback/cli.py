@@ -186,4 +186,4 @@ def _from_simulation(
     out = simulate(plan, [r for r in runs if r.name == chosen], registry)
     loop = out.worlds[chosen].feedback
     assert loop is not None
-    return model_state(loop.learner, loop.advisor)
+    return model_state(loop.learner, decisions_log=loop.decisions())

@@ -12,8 +12,8 @@ for that: the predicted fall of the slowdown, relative to the pod's cost ``1 + s
 ``restartSeconds / horizonSeconds`` and ``minGain``, and exceed twice the standard deviation of the
 prediction where the pod runs (hysteresis: an uncertain model recommends nothing). One
 recommendation per workload per ``cooldownSeconds``. Recommendations are reported (the decision log of
-``harmonic model --explain``, metrics.json's ``move_recommendations``); asking the rescheduler to
-carry them out is not built.
+``harmonic model --explain``, metrics.json's ``move_recommendations``); in the simulator, with
+``feedback.moves``, they are asks the rescheduler's evictor decides (``relocate``, ``sim.feedback_moves``).
 """
 
 from __future__ import annotations
@@ -51,12 +51,15 @@ class MoveAdvice:
     gain: float
     cost: float
 
-    def explain(self) -> str:
+    def describe(self) -> str:
         return (
-            f"t={self.time:g} move {self.pod} from {self.node} to {self.target}: predicted slowdown "
+            f"move {self.pod} from {self.node} (best: {self.target}): predicted slowdown "
             f"{self.here:.2f}±{self.here_sd:.2f} -> {self.there:.2f}, gain {self.gain:.0%} > restart cost "
-            f"{self.cost:.0%} of the horizon (recommended; not executed)"
+            f"{self.cost:.0%} of the horizon"
         )
+
+    def explain(self) -> str:
+        return f"t={self.time:g} {self.describe()} (recommended; not executed)"
 
 
 @dataclass

@@ -25,6 +25,7 @@ import httpx
 import numpy as np
 
 from harmonic.feedback.moves import MoveAdvisor
+from harmonic.feedback.relocate import MoveAsk
 from harmonic.framework.config import Profile
 from harmonic.plugins.dissonance import MODEL_SERVICE, DissonanceArgs
 from harmonic.plugins.dissonance import Dissonance as DissonancePlugin
@@ -34,6 +35,7 @@ from harmonic.signals.feedback.learning import InterferenceLearner, LearningConf
 from harmonic.signals.feedback.placement import PlacementView
 from harmonic.signals.feedback.prometheus import FlourishSource
 from harmonic.signals.identity import WorkloadKey
+from harmonic.sim.feedback_moves import SimMoves
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.scenario import FeedbackSpec
 from harmonic.sim.truth.config import TRUTH_CLASSES
@@ -249,6 +251,7 @@ class SimFeedback:
         self.rounds = 0
         self.no_signal = 0
         self.rightsizing: SimRightSizing | None = None
+        self.moves = SimMoves(world, spec.moves)
 
     @property
     def model(self) -> DissonanceModel:
@@ -292,9 +295,21 @@ class SimFeedback:
             )
         self.learner.observe(observations)
         self.learner.refresh()
-        self.advisor.advise(view, self.learner, now)
+        asks = [(a.workload, MoveAsk(a.pod, a.describe())) for a in self.advisor.advise(view, self.learner, now)]
         if self.rightsizing is not None:
             self.rightsizing.observe(view, observations, now)
+            asks += [
+                (str(wl), MoveAsk(key, f"move {key} off {node}: its resize is Infeasible there"))
+                for key, node, wl in self.rightsizing.take_infeasible()
+            ]
+        self.moves.ask(asks)
+
+    def decisions(self) -> list[tuple[str, str]]:
+        """(workload, text) of every move asked for and resize decided, in time order."""
+        out = list(self.moves.log)
+        if self.rightsizing is not None:
+            out += [(d.workload, d.explain()) for d in self.rightsizing.sizer.log]
+        return sorted(out, key=lambda e: float(e[1].split(" ", 1)[0][2:]))
 
     def metrics(self) -> dict[str, Any]:
         y = self.yardstick
@@ -329,7 +344,7 @@ class SimFeedback:
             "workload_rows": sorted(str(k) for k in self.learner.model.workload_rows) if self.learning else [],
             "resizes": self.rightsizing.counts["resizes"] if self.rightsizing is not None else None,
             "rightsizing": self.rightsizing.metrics() if self.rightsizing is not None else None,
-            "moves": None,
+            "moves": self.moves.metrics(),
             "move_recommendations": self.advisor.issued,
             "slo_violation_share": round(y.violations / y.reports, 6) if y.reports else None,
         }

@@ -107,8 +107,8 @@ class SimRightSizing:
         self._round: dict[WorkloadKey, _Round] = {}
         self.tracks: dict[WorkloadKey, _Track] = {}
         self.counts = {"resizes": 0, "restarts": 0, "deferred": 0, "infeasible": 0, "recommendations": 0}
-        #: Pods whose resize was Infeasible on their node this round: (pod key, node).
-        self.infeasible: list[tuple[str, str]] = []
+        #: Pods whose resize was Infeasible on their node, not yet handed on: (pod key, node, workload).
+        self.infeasible: list[tuple[str, str, WorkloadKey]] = []
         #: (time, requested, used) CPU over the pods with an SLO, per tick.
         self.slack: list[tuple[float, float, float]] = []
         self._next = spec.interval
@@ -168,8 +168,12 @@ class SimRightSizing:
                 self._carry_out(view, p, track.cpu, track.memory)
 
     # ------------------------------------------------------------------ every interval
+    def take_infeasible(self) -> list[tuple[str, str, WorkloadKey]]:
+        """The Infeasible resizes since the last call (the loop asks the rescheduler to move them)."""
+        out, self.infeasible = self.infeasible, []
+        return out
+
     def round(self, view: PlacementView, targets: dict[WorkloadKey, float], now: float) -> None:
-        self.infeasible = []
         for key, pods in sorted(view.by_workload().items()):
             if key not in targets:
                 continue
@@ -220,7 +224,7 @@ class SimRightSizing:
         for col, res in ((CPU_COL, CPU), (MEMORY_COL, MEMORY)):
             if want.get(res, 0) > alloc[col]:
                 self.counts["infeasible"] += 1
-                self.infeasible.append((pod.key, place.node))
+                self.infeasible.append((pod.key, place.node, workload_of(pod)))
                 return
             if used[col] - pod.requests.get(res, 0) + want.get(res, 0) > alloc[col]:
                 self.counts["deferred"] += 1

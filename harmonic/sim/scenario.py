@@ -426,6 +426,16 @@ class RightSizingSpec(_M):
         return self
 
 
+class FeedbackMovesSpec(_M):
+    """``feedback.moves``: carry the moves the loop asks for out through the rescheduler's evictor
+    (docs/feedback.md, "Moves"): at most ``maxPerRound`` evictions a feedback round, none of a pod
+    moved within ``cooldown``."""
+
+    execute: bool = True
+    max_per_round: int = Field(default=1, ge=1)
+    cooldown: Seconds = 600.0
+
+
 class FeedbackSpec(_M):
     """``feedback:``: simulated applications report how they flourish and the feedback loop learns
     from it (docs/feedback.md). Every running pod but best-effort ones reports its cost — a topology
@@ -447,6 +457,7 @@ class FeedbackSpec(_M):
     prior_spread: float = Field(default=0.5, ge=0)
     prior_floor: float = Field(default=0.1, gt=0)
     rightsizing: RightSizingSpec | None = None
+    moves: FeedbackMovesSpec | None = None
 
     @model_validator(mode="after")
     def _interval(self) -> FeedbackSpec:

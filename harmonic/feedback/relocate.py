@@ -1,0 +1,108 @@
+"""Moves the feedback loop asks for, decided through the rescheduler's own machinery.
+
+A move is asked for when the learnt model predicts a pod flourishes measurably better elsewhere
+(``moves.MoveAdvisor``) or when an in-place resize of the pod is ``Infeasible`` on its node. Each ask
+goes through the rescheduler's ``Evictor`` exactly as a rescheduler plugin's would
+(``harmonic.rescheduler.framework``): the cool-down (a pod moved recently, or its replacement, stays),
+the rate limits (``maxPerRun`` evictions per round; per node and per namespace ones as the policy's),
+the PodDisruptionBudgets, the default evictor's protections (system-critical, DaemonSet, static,
+unreplicated pods stay), and the no-churn rule — the profile's scheduler, run on the what-if snapshot
+without the pod, must place its replacement on another node. The what-if placement is the reserved
+target: later asks of the same round see it. Accepted moves are evictions the caller executes
+(the simulator through its in-memory Eviction API, a live loop through ``pods/eviction``); refused ones
+keep their reason for the decision log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harmonic.api.pod import Pod
+from harmonic.framework.config import Profile
+from harmonic.framework.registry import Registry
+from harmonic.rescheduler.budget import Budget, EvictionLimitError, Limits
+from harmonic.rescheduler.evictor import DefaultEvictor, DefaultEvictorArgs
+from harmonic.rescheduler.framework import Evictor, RunLog
+from harmonic.rescheduler.state import ClusterState
+from harmonic.rescheduler.whatif import WhatIf, replacement
+
+#: The name moves carry in the rescheduler's logs and metrics.
+PLUGIN = "FeedbackMoves"
+
+
+@dataclass(frozen=True)
+class MoveAsk:
+    pod: str
+    why: str
+
+
+@dataclass(frozen=True)
+class MoveOutcome:
+    pod: str
+    why: str
+    #: The node the replacement is reserved on ("" when refused), and the refusal otherwise.
+    to: str
+    refused: str = ""
+
+
+def decide_moves(
+    asks: Sequence[MoveAsk],
+    state: ClusterState,
+    profile: Profile,
+    registry: Registry,
+    *,
+    services: Mapping[str, Any] | None = None,
+    recent: dict[str, float] | None = None,
+    max_per_run: int = 1,
+    cooldown: float = 600.0,
+) -> tuple[list[MoveOutcome], RunLog]:
+    """Each ask accepted (with its reserved target) or refused (with the reason), in order."""
+    whatif = WhatIf(profile, registry, state.nodes, state.pods, services=services, now=state.now)
+    budget = Budget(Limits(rate=max_per_run), state.pdbs, state.pods)
+    log = RunLog()
+
+    def fits_elsewhere(pod: Pod, names: list[str]) -> bool:
+        slots = np.asarray(
+            [whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64
+        )
+        ok, _ = whatif.feasible(replacement(pod), slots)
+        return len(ok) > 0
+
+    de = DefaultEvictor(DefaultEvictorArgs(), state, fits_elsewhere)
+    evictor = Evictor(
+        state=state,
+        whatif=whatif,
+        budget=budget,
+        filters=[de.filter],
+        pre_eviction_filters=[de.pre_eviction_filter],
+        log=log,
+        recent=recent if recent is not None else {},
+        cooldown=cooldown,
+        profile=profile.scheduler_name,
+    )
+    by_key = {p.key: p for p in state.pods}
+    out: list[MoveOutcome] = []
+    for ask in asks:
+        pod = by_key.get(ask.pod)
+        if pod is None or not pod.node_name:
+            out.append(MoveOutcome(ask.pod, ask.why, "", "the pod is no longer running"))
+            continue
+        if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
+            out.append(MoveOutcome(ask.pod, ask.why, "", "protected by the default evictor"))
+            continue
+        skipped = len(log.skipped)
+        try:
+            moved = evictor.evict(pod, PLUGIN, ask.why, move=True)
+        except EvictionLimitError as e:
+            out.append(MoveOutcome(ask.pod, ask.why, "", f"rate limit: {e}"))
+            continue
+        if moved:
+            out.append(MoveOutcome(ask.pod, ask.why, log.evictions[-1].to))
+        else:
+            reason = log.skipped[-1].reason if len(log.skipped) > skipped else "refused"
+            out.append(MoveOutcome(ask.pod, ask.why, "", reason))
+    return out, log
