@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from harmonic.api.pod import Pod
+from harmonic.api.pod import Pod, parse_pod
+from harmonic.feedback.resize import plan_resize, with_resources
 from harmonic.framework.config import Profile
 from harmonic.framework.registry import Registry
 from harmonic.rescheduler.budget import Budget, EvictionLimitError, Limits
@@ -38,6 +39,9 @@ PLUGIN = "FeedbackMoves"
 class MoveAsk:
     pod: str
     why: str
+    #: The pod-level (CPU millicores, memory bytes) an Infeasible resize wanted: the replacement is
+    #: placed with them, so the move lands where the resized pod fits.
+    resources: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,11 @@ def decide_moves(
         if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
             out.append(MoveOutcome(ask.pod, ask.why, "", "protected by the default evictor"))
             continue
+        if ask.resources is not None:
+            plan = plan_resize(pod.raw, *ask.resources)
+            if plan.patch is not None:
+                # Same uid and node: the what-if removes the pod as it is and places it as resized.
+                pod = parse_pod(with_resources(pod.raw, plan.patch))
         skipped = len(log.skipped)
         try:
             moved = evictor.evict(pod, PLUGIN, ask.why, move=True)

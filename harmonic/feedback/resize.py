@@ -17,6 +17,7 @@ Any other pod gets the recommendation as the annotation ``harmonic.dev/recommend
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -115,6 +116,20 @@ def plan_resize(pod: Obj, cpu_millis: float, memory_bytes: float) -> ResizePlan:
             restarts.append(str(c.get("name")))
     patch = {"spec": {"containers": out}} if out else None
     return ResizePlan(patch, tuple(restarts), tuple(notes))
+
+
+def with_resources(raw: Obj, patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with a resize patch's container resources merged in by container name."""
+    out: dict[str, Any] = copy.deepcopy(dict(raw))
+    by_name = {c["name"]: c for c in patch["spec"]["containers"]}
+    for c in out["spec"]["containers"]:
+        change = by_name.get(c.get("name"))
+        if change is None:
+            continue
+        res = c.setdefault("resources", {})
+        for part, values in change["resources"].items():
+            res[part] = {**(res.get(part) or {}), **values}
+    return out
 
 
 def recommendation(pod: Obj, cpu_millis: float, memory_bytes: float) -> dict[str, Any]:

@@ -299,8 +299,8 @@ class SimFeedback:
         if self.rightsizing is not None:
             self.rightsizing.observe(view, observations, now)
             asks += [
-                (str(wl), MoveAsk(key, f"move {key} off {node}: its resize is Infeasible there"))
-                for key, node, wl in self.rightsizing.take_infeasible()
+                (str(wl), MoveAsk(key, f"move {key} off {node}: its resize is Infeasible there", want))
+                for key, node, wl, want in self.rightsizing.take_infeasible()
             ]
         self.moves.ask(asks)
 

@@ -19,7 +19,6 @@ requests at the same moment and placement.
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ import numpy as np
 
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.api.resources import CPU, MEMORY
-from harmonic.feedback.resize import opted_in, plan_resize, recommendation
+from harmonic.feedback.resize import opted_in, plan_resize, recommendation, with_resources
 from harmonic.feedback.rightsizing import RightSizer, RightSizingArgs, RoundInput
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL
 from harmonic.signals.feedback.observation import Observation
@@ -56,20 +55,6 @@ def slo_target(pod: Pod) -> float | None:
     except ValueError:
         return None
     return value if value is not None and value > 0 else None
-
-
-def _with_resources(raw: Any, patch: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` with the resize patch's container resources merged in by container name."""
-    out: dict[str, Any] = copy.deepcopy(dict(raw))
-    by_name = {c["name"]: c for c in patch["spec"]["containers"]}
-    for c in out["spec"]["containers"]:
-        change = by_name.get(c.get("name"))
-        if change is None:
-            continue
-        res = c.setdefault("resources", {})
-        for part, values in change["resources"].items():
-            res[part] = {**(res.get(part) or {}), **values}
-    return out
 
 
 @dataclass
@@ -107,8 +92,8 @@ class SimRightSizing:
         self._round: dict[WorkloadKey, _Round] = {}
         self.tracks: dict[WorkloadKey, _Track] = {}
         self.counts = {"resizes": 0, "restarts": 0, "deferred": 0, "infeasible": 0, "recommendations": 0}
-        #: Pods whose resize was Infeasible on their node, not yet handed on: (pod key, node, workload).
-        self.infeasible: list[tuple[str, str, WorkloadKey]] = []
+        #: Infeasible resizes not yet handed on: (pod key, node, workload, (cpu, memory) wanted).
+        self.infeasible: list[tuple[str, str, WorkloadKey, tuple[float, float]]] = []
         #: (time, requested, used) CPU over the pods with an SLO, per tick.
         self.slack: list[tuple[float, float, float]] = []
         self._next = spec.interval
@@ -168,7 +153,7 @@ class SimRightSizing:
                 self._carry_out(view, p, track.cpu, track.memory)
 
     # ------------------------------------------------------------------ every interval
-    def take_infeasible(self) -> list[tuple[str, str, WorkloadKey]]:
+    def take_infeasible(self) -> list[tuple[str, str, WorkloadKey, tuple[float, float]]]:
         """The Infeasible resizes since the last call (the loop asks the rescheduler to move them)."""
         out, self.infeasible = self.infeasible, []
         return out
@@ -212,7 +197,7 @@ class SimRightSizing:
         plan = plan_resize(pod.raw, cpu, memory)
         if plan.patch is None:
             return
-        new = _with_resources(pod.raw, plan.patch)
+        new = with_resources(pod.raw, plan.patch)
         want = parse_pod(new).requests
         place = view.place(pod.key)
         if place is None:
@@ -224,7 +209,7 @@ class SimRightSizing:
         for col, res in ((CPU_COL, CPU), (MEMORY_COL, MEMORY)):
             if want.get(res, 0) > alloc[col]:
                 self.counts["infeasible"] += 1
-                self.infeasible.append((pod.key, place.node, workload_of(pod)))
+                self.infeasible.append((pod.key, place.node, workload_of(pod), (cpu, memory)))
                 return
             if used[col] - pod.requests.get(res, 0) + want.get(res, 0) > alloc[col]:
                 self.counts["deferred"] += 1
@@ -260,8 +245,8 @@ class SimRightSizing:
             cost = base[i] * (1.0 + slowdown[i])
             original = float(response_factor(np.array([use]), np.array([track.initial_cpu]))[0])
             track.reports += 1
-            track.violations += cost * factor > target
-            track.violations_original += cost * original > target
+            track.violations += int(cost * factor > target)
+            track.violations_original += int(cost * original > target)
             p95 = usage.cpu_req[slot] * cpu_f[slot] * (1 + _Z95 * noise_f[slot])
             need = smallest_request(np.array([p95]), np.array([target / cost]), np.array([64_000.0]))
             track.smallest.append(float(need[0]))

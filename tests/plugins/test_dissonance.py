@@ -182,3 +182,29 @@ def test_a_dissonance_rejection_never_makes_preemption_evict():
     h.settle(30)
     assert h.placement() == {"default/web-1": "n1"}
     assert "dissonance limit" in (h.failure("job-9") or "")
+
+
+def test_a_workload_with_its_own_learnt_row_suffers_by_it():
+    # the feedback loop learnt that workload `api` is indifferent to batch-cpu (its class is not):
+    # n1 then costs only what it inflicts, as with the class matrix overridden; others keep the class's
+    from harmonic.signals.classes import CLASS_INDEX, WorkloadClass
+    from harmonic.signals.dissonance import DissonanceModel
+    from harmonic.signals.identity import workload_of
+
+    plugin, p, snap, _, slots = _run(INCOMING_LC, {"expectedBatchShare": 0})
+    model = DissonanceModel()
+    plugin._model = model
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [75, 95, 100]
+    row = model.matrix[CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]].copy()
+    row[CLASS_INDEX[WorkloadClass.BATCH_CPU]] = 0.0
+    model.workload_rows = {workload_of(p): row}
+    model.version += 1
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [100, 95, 100]
+    other = build(
+        {"plugin": "Dissonance", "pod": pod("db-1").owner("ReplicaSet", "db").req(cpu="1").obj(), "nodes": NODES}
+    )[1]
+    plugin.pre_score(state, other, snap, slots)
+    assert plugin.score(state, other, snap, slots).tolist() == [75, 95, 100]
