@@ -131,7 +131,5 @@ def explain(state: dict[str, Any], workload: str) -> str:
             f"  t={r['time']:g} {r['pod']}: {r['metric']}={r['value']:g} ({r['goal']}); {r['node']}; {shares or 'alone'}"
         )
     lines += ["", "decisions (moves and resizes, with their reasons: docs/feedback.md):"]
-    lines += [f"  {d}" for d in w.get("decisions", [])] or [
-        "  none: no move or resize was called for"
-    ]
+    lines += [f"  {d}" for d in w.get("decisions", [])] or ["  none: no move or resize was called for"]
     return "\n".join(lines) + "\n"

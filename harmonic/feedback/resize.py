@@ -99,7 +99,11 @@ def plan_resize(pod: Obj, cpu_millis: float, memory_bytes: float) -> ResizePlan:
             want = total * share
             if name in limits:
                 ratio = parse(limits[name]) / now[i]
-                if name == "memory" and ratio * want < parse(limits[name]) and _policy(c, name) != "RestartContainer":
+                if (
+                    name == "memory"
+                    and ratio * want < parse(limits[name])
+                    and _policy(c, name) != "RestartContainer"
+                ):
                     notes.append(f"{c.get('name')}: memory limit kept (not lowered without RestartContainer)")
                     continue
                 new_lim[name] = text(ratio * want)

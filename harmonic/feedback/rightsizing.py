@@ -141,19 +141,45 @@ class RightSizer:
                 st.step /= 2
                 self.reverts += 1
                 return self._log(
-                    r, now, st, st.good, memory, f"revert: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
+                    r,
+                    now,
+                    st,
+                    st.good,
+                    memory,
+                    f"revert: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut",
                 )
             grown = _clamp(cpu * (1 + a.max_step_up), a.min_cpu, a.max_cpu)
-            return self._log(r, now, st, grown, memory, f"grow: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g}")
+            return self._log(
+                r,
+                now,
+                st,
+                grown,
+                memory,
+                f"grow: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g}",
+            )
         st.good = cpu if st.good is None else min(st.good, cpu)
         if tail > (1 - a.slo_margin) * r.target or st.step < a.min_step:
-            return self._log(r, now, st, cpu, memory, f"hold: P{a.slo_quantile * 100:g} cost {tail:.3g} within SLO {r.target:.3g}")
+            return self._log(
+                r,
+                now,
+                st,
+                cpu,
+                memory,
+                f"hold: P{a.slo_quantile * 100:g} cost {tail:.3g} within SLO {r.target:.3g}",
+            )
         floor = max(st.failed * (1 + a.min_step), max(r.cpu_use, default=0.0), a.min_cpu)
         cut = max(cpu * (1 - st.step), floor)
         if cut > cpu * (1 - a.min_step):
-            return self._log(r, now, st, cpu, memory, "hold: converged (the next cut would be below the step)")
+            return self._log(
+                r, now, st, cpu, memory, "hold: converged (the next cut would be below the step)"
+            )
         return self._log(
-            r, now, st, cut, memory, f"cut: P{a.slo_quantile * 100:g} cost {tail:.3g} <= {1 - a.slo_margin:.0%} of SLO {r.target:.3g}"
+            r,
+            now,
+            st,
+            cut,
+            memory,
+            f"cut: P{a.slo_quantile * 100:g} cost {tail:.3g} <= {1 - a.slo_margin:.0%} of SLO {r.target:.3g}",
         )
 
     def check(self, r: RoundInput, now: float) -> Decision | None:
@@ -171,7 +197,12 @@ class RightSizer:
         st.step /= 2
         self.reverts += 1
         return self._log(
-            r, now, st, st.good, r.memory_request, f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
+            r,
+            now,
+            st,
+            st.good,
+            r.memory_request,
+            f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut",
         )
 
     def _memory(self, r: RoundInput) -> float:
@@ -184,9 +215,7 @@ class RightSizer:
             want = max(want, r.memory_request * (1 - a.max_step_down))
         return _clamp(want, a.min_memory, a.max_memory)
 
-    def _log(
-        self, r: RoundInput, now: float, st: _State, cpu: float, memory: float, reason: str
-    ) -> Decision:
+    def _log(self, r: RoundInput, now: float, st: _State, cpu: float, memory: float, reason: str) -> Decision:
         # Hysteresis: changes smaller than the smallest step are not worth a resize.
         if abs(cpu - r.cpu_request) < self.args.min_step * r.cpu_request:
             cpu = r.cpu_request

@@ -40,7 +40,7 @@ class DecayingHistogram:
 
     def __init__(self, first_bucket: float, max_value: float, half_life: float = HALF_LIFE_SECONDS) -> None:
         ratio = 1.0 + _BUCKET_GROWTH
-        n = int(math.ceil(math.log(max_value * (ratio - 1) / first_bucket + 1, ratio))) + 1
+        n = math.ceil(math.log(max_value * (ratio - 1) / first_bucket + 1, ratio)) + 1
         #: Bucket i covers [start[i], start[i + 1]).
         self.start = first_bucket * (ratio ** np.arange(n + 1) - 1) / (ratio - 1)
         self.weights = np.zeros(n)

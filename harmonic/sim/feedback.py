@@ -295,7 +295,9 @@ class SimFeedback:
             )
         self.learner.observe(observations)
         self.learner.refresh()
-        asks = [(a.workload, MoveAsk(a.pod, a.describe())) for a in self.advisor.advise(view, self.learner, now)]
+        asks = [
+            (a.workload, MoveAsk(a.pod, a.describe())) for a in self.advisor.advise(view, self.learner, now)
+        ]
         if self.rightsizing is not None:
             self.rightsizing.observe(view, observations, now)
             asks += [
@@ -341,7 +343,9 @@ class SimFeedback:
             "workload_error_final": _mean(after),
             "workload_errors": named,
             # The workloads whose own row the Dissonance plugin reads (learning profiles only).
-            "workload_rows": sorted(str(k) for k in self.learner.model.workload_rows) if self.learning else [],
+            "workload_rows": sorted(str(k) for k in self.learner.model.workload_rows)
+            if self.learning
+            else [],
             "resizes": self.rightsizing.counts["resizes"] if self.rightsizing is not None else None,
             "rightsizing": self.rightsizing.metrics() if self.rightsizing is not None else None,
             "moves": self.moves.metrics(),

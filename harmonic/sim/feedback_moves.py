@@ -55,7 +55,10 @@ class SimMoves:
             cooldown=self.spec.cooldown,
         )
         done = []
-        for (workload, _), out, in zip(asks, outcomes, strict=True):
+        for (
+            (workload, _),
+            out,
+        ) in zip(asks, outcomes, strict=True):
             if out.refused:
                 self.counts["refused"] += 1
                 self.log.append((workload, f"t={now:g} {out.why}: not moved ({out.refused})"))

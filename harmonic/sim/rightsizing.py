@@ -143,7 +143,8 @@ class SimRightSizing:
             r = self._round.get(key, _Round())
             costs = tuple(c for cpu, c in r.costs if abs(cpu - track.cpu) <= 1.0)
             d = self.sizer.check(
-                RoundInput(key, track.cpu, track.memory, costs, targets[key], tuple(r.cpu), tuple(r.memory)), now
+                RoundInput(key, track.cpu, track.memory, costs, targets[key], tuple(r.cpu), tuple(r.memory)),
+                now,
             )
             if d is None:
                 continue
@@ -269,7 +270,9 @@ class SimRightSizing:
                 "rounds_to_within_20pct": reach,
                 "rounds": len(t.trajectory),
                 "violation_share": round(t.violations / t.reports, 6) if t.reports else None,
-                "violation_share_original": round(t.violations_original / t.reports, 6) if t.reports else None,
+                "violation_share_original": round(t.violations_original / t.reports, 6)
+                if t.reports
+                else None,
             }
             reports += t.reports
             violations += t.violations

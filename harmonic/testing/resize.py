@@ -74,11 +74,11 @@ def validate(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         after = c.get("resources") or {}
         for part in ("requests", "limits"):
             b, a = before.get(part) or {}, after.get(part) or {}
-            if set(a) - set(_RESOURCES) or set(b) - set(_RESOURCES):
-                if {k: v for k, v in a.items() if k not in _RESOURCES} != {
-                    k: v for k, v in b.items() if k not in _RESOURCES
-                }:
-                    raise ResizeInvalid(f"spec.containers[{i}].resources.{part}: Forbidden: only cpu and memory may change")
+            others_a = {k: v for k, v in a.items() if k not in _RESOURCES}
+            if others_a != {k: v for k, v in b.items() if k not in _RESOURCES}:
+                raise ResizeInvalid(
+                    f"spec.containers[{i}].resources.{part}: Forbidden: only cpu and memory may change"
+                )
             if set(a) & set(_RESOURCES) != set(b) & set(_RESOURCES):
                 raise ResizeInvalid(
                     f"spec.containers[{i}].resources.{part}: Forbidden: resource {part} may not be added or removed"
@@ -87,7 +87,11 @@ def validate(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         lim_a = (after.get("limits") or {}).get("memory")
         if lim_b is not None and lim_a is not None and _bytes(lim_a) < _bytes(lim_b):
             policy = next(
-                (p.get("restartPolicy") for p in c.get("resizePolicy") or () if p.get("resourceName") == "memory"),
+                (
+                    p.get("restartPolicy")
+                    for p in c.get("resizePolicy") or ()
+                    if p.get("resourceName") == "memory"
+                ),
                 "NotRequired",
             )
             if policy != "RestartContainer":
@@ -96,7 +100,9 @@ def validate(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
                     "decreased unless resizePolicy is RestartContainer"
                 )
     if _qos(old) != _qos(new):
-        raise ResizeInvalid(f"spec: Invalid value: Pod QoS Class may not change as a result of resizing ({_qos(old)} -> {_qos(new)})")
+        raise ResizeInvalid(
+            f"spec: Invalid value: Pod QoS Class may not change as a result of resizing ({_qos(old)} -> {_qos(new)})"
+        )
 
 
 def _bytes(text: Any) -> float:
@@ -109,7 +115,9 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def actuate(new: Obj, old: Mapping[str, Any], node: Mapping[str, Any] | None, others: Iterable[Mapping[str, Any]]) -> Obj:
+def actuate(
+    new: Obj, old: Mapping[str, Any], node: Mapping[str, Any] | None, others: Iterable[Mapping[str, Any]]
+) -> Obj:
     """The kubelet's answer to the resize: ``new`` with its status updated."""
     status = new.setdefault("status", {})
     conds = [c for c in status.get("conditions") or () if c.get("type") not in _CONDITIONS]
@@ -126,13 +134,22 @@ def actuate(new: Obj, old: Mapping[str, Any], node: Mapping[str, Any] | None, ot
             used[MEMORY] += r.get(MEMORY, 0)
         for res, label in ((CPU, "cpu"), (MEMORY, "memory")):
             if want.get(res, 0) > alloc.get(res, 0):
-                verdict = ("Infeasible", f"Node didn't have enough capacity: {label}, requested: {want.get(res, 0)}, capacity: {alloc.get(res, 0)}")
+                verdict = (
+                    "Infeasible",
+                    f"Node didn't have enough capacity: {label}, requested: {want.get(res, 0)}, capacity: {alloc.get(res, 0)}",
+                )
                 break
             if want.get(res, 0) + used[res] > alloc.get(res, 0):
                 verdict = ("Deferred", f"Node didn't have enough resources available: {label}")
     if verdict is not None:
         conds.append(
-            {"type": "PodResizePending", "status": "True", "reason": verdict[0], "message": verdict[1], "lastTransitionTime": _now()}
+            {
+                "type": "PodResizePending",
+                "status": "True",
+                "reason": verdict[0],
+                "message": verdict[1],
+                "lastTransitionTime": _now(),
+            }
         )
         status["conditions"] = conds
         return new
@@ -142,15 +159,15 @@ def actuate(new: Obj, old: Mapping[str, Any], node: Mapping[str, Any] | None, ot
     out = []
     for c in (new.get("spec") or {}).get("containers") or ():
         name = c.get("name")
-        res = copy.deepcopy(c.get("resources") or {})
+        wanted: dict[str, Any] = copy.deepcopy(c.get("resources") or {})
         s = dict(statuses.get(name) or {"name": name, "restartCount": 0, "ready": True})
         before = (old_c.get(name) or {}).get("resources") or {}
-        changed = [r for r in _RESOURCES if _value(before, r) != _value(res, r)]
+        changed = [r for r in _RESOURCES if _value(before, r) != _value(wanted, r)]
         policies = {p.get("resourceName"): p.get("restartPolicy") for p in c.get("resizePolicy") or ()}
         if any(policies.get(r) == "RestartContainer" for r in changed):
             s["restartCount"] = int(s.get("restartCount") or 0) + 1
-        s["resources"] = res
-        s["allocatedResources"] = dict(res.get("requests") or {})
+        s["resources"] = wanted
+        s["allocatedResources"] = dict(wanted.get("requests") or {})
         out.append(s)
     status["containerStatuses"] = out
     return new

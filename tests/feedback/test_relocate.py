@@ -33,28 +33,44 @@ def _decide(objects: list[dict[str, Any]], asks: list[MoveAsk], **kw: Any) -> li
     return out
 
 
-NODES = [node("small").cap(cpu="4", memory="16Gi", pods="110").obj(), node("big").cap(cpu="16", memory="64Gi", pods="110").obj()]
+NODES = [
+    node("small").cap(cpu="4", memory="16Gi", pods="110").obj(),
+    node("big").cap(cpu="16", memory="64Gi", pods="110").obj(),
+]
 
 
 def test_an_infeasible_resize_moves_where_the_resized_pod_fits() -> None:
-    out = _decide([*NODES, _pod("web-1", "small")], [MoveAsk("default/web-1", "resize Infeasible", (6000, 2**30))])
+    out = _decide(
+        [*NODES, _pod("web-1", "small")], [MoveAsk("default/web-1", "resize Infeasible", (6000, 2**30))]
+    )
     assert [(o.to, o.refused) for o in out] == [("big", "")]
 
 
 def test_without_a_node_that_fits_the_move_is_refused_with_the_reason() -> None:
-    out = _decide([*NODES, _pod("web-1", "small")], [MoveAsk("default/web-1", "resize Infeasible", (32000, 2**30))])
+    out = _decide(
+        [*NODES, _pod("web-1", "small")], [MoveAsk("default/web-1", "resize Infeasible", (32000, 2**30))]
+    )
     assert out[0].to == "" and "fit on no node" in out[0].refused
 
 
 @pytest.mark.parametrize(
     ("case", "extra", "kw", "refusal"),
     [
-        ("a PodDisruptionBudget with no disruption left", [pdb("b", "web", minAvailable=1)], {}, "disruption"),
+        (
+            "a PodDisruptionBudget with no disruption left",
+            [pdb("b", "web", minAvailable=1)],
+            {},
+            "disruption",
+        ),
         ("moved within the cool-down", [], {"recent": {"owner:rs-uid": NOW - 60}}, "cool-down"),
     ],
 )
-def test_budgets_and_cooldown_refuse(case: str, extra: list[dict[str, Any]], kw: dict[str, Any], refusal: str) -> None:
-    out = _decide([*NODES, _pod("web-1", "small"), *extra], [MoveAsk("default/web-1", "why", (6000, 2**30))], **kw)
+def test_budgets_and_cooldown_refuse(
+    case: str, extra: list[dict[str, Any]], kw: dict[str, Any], refusal: str
+) -> None:
+    out = _decide(
+        [*NODES, _pod("web-1", "small"), *extra], [MoveAsk("default/web-1", "why", (6000, 2**30))], **kw
+    )
     assert out[0].to == "" and refusal in out[0].refused, case
 
 
@@ -67,5 +83,7 @@ def test_the_rate_limit_takes_the_first_asks_only() -> None:
 
 
 def test_unreplicated_pods_are_protected() -> None:
-    out = _decide([*NODES, _pod("bare", "small", owned=False)], [MoveAsk("default/bare", "why", (6000, 2**30))])
+    out = _decide(
+        [*NODES, _pod("bare", "small", owned=False)], [MoveAsk("default/bare", "why", (6000, 2**30))]
+    )
     assert out[0].refused == "protected by the default evictor"

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from harmonic.cluster.transport import STRATEGIC_MERGE_PATCH, ApiStatusError, Transport, load_client, object_path
+from harmonic.cluster.transport import (
+    STRATEGIC_MERGE_PATCH,
+    ApiStatusError,
+    Transport,
+    load_client,
+    object_path,
+)
 from harmonic.feedback.resize import RECOMMENDATION_ANNOTATION, RESIZE_ANNOTATION, LiveActuator
 from harmonic.testing import node
 from harmonic.testing.apiserver import ApiServerDouble
@@ -91,7 +97,9 @@ def test_an_opted_in_pod_is_resized_in_place(api: ApiServerDouble, transport: Tr
     assert RECOMMENDATION_ANNOTATION not in got["metadata"].get("annotations", {})
 
 
-def test_limits_keep_their_ratio_and_restart_policy_restarts(api: ApiServerDouble, transport: Transport) -> None:
+def test_limits_keep_their_ratio_and_restart_policy_restarts(
+    api: ApiServerDouble, transport: Transport
+) -> None:
     _setup(api, _pod("web", cpu="2", limits={"cpu": "4"}, policy={"cpu": "RestartContainer"}))
     out = LiveActuator(transport).apply(_get(api, "web"), 1000, 3 * 2**30)
     assert out.state == "resized"
@@ -110,7 +118,9 @@ def test_a_pod_without_the_opt_in_gets_a_vpa_shaped_recommendation_only(
     got = _get(api, "db")
     assert _requests(got) == {"cpu": "3", "memory": "3Gi"}  # never both
     rec = json.loads(got["metadata"]["annotations"][RECOMMENDATION_ANNOTATION])
-    assert rec == {"containerRecommendations": [{"containerName": "app", "target": {"cpu": "1500m", "memory": "1024Mi"}}]}
+    assert rec == {
+        "containerRecommendations": [{"containerName": "app", "target": {"cpu": "1500m", "memory": "1024Mi"}}]
+    }
 
 
 def test_growth_beyond_the_node_is_infeasible_and_beyond_free_room_deferred(
@@ -146,10 +156,18 @@ def test_growth_beyond_the_node_is_infeasible_and_beyond_free_room_deferred(
         ),
         (
             _pod("a"),
-            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]}},
+            {
+                "spec": {
+                    "containers": [{"name": "app", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
+                }
+            },
             "resources.requests",
         ),
-        (_pod("a", node_name=None), {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}}, "bound to a node"),
+        (
+            _pod("a", node_name=None),
+            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}},
+            "bound to a node",
+        ),
     ],
 )
 def test_the_api_server_refuses_what_1_33_refuses(
@@ -159,7 +177,10 @@ def test_the_api_server_refuses_what_1_33_refuses(
     before = _get(api, "a")
     with pytest.raises(ApiStatusError) as err:
         transport.request(
-            "PATCH", object_path("v1", "pods", "default", "a") + "/resize", body=patch, content_type=STRATEGIC_MERGE_PATCH
+            "PATCH",
+            object_path("v1", "pods", "default", "a") + "/resize",
+            body=patch,
+            content_type=STRATEGIC_MERGE_PATCH,
         )
     assert err.value.code == 422
     assert field in err.value.message

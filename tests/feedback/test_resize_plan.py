@@ -9,7 +9,9 @@ import pytest
 from harmonic.feedback.resize import opted_in, plan_resize, recommendation, resize_state, with_resources
 
 
-def _c(name: str, cpu: str, mem: str, limits: dict[str, str] | None = None, /, **policy: str) -> dict[str, Any]:
+def _c(
+    name: str, cpu: str, mem: str, limits: dict[str, str] | None = None, /, **policy: str
+) -> dict[str, Any]:
     res: dict[str, Any] = {"requests": {"cpu": cpu, "memory": mem}}
     if limits:
         res["limits"] = limits
@@ -20,7 +22,10 @@ def _c(name: str, cpu: str, mem: str, limits: dict[str, str] | None = None, /, *
 
 
 def _pod(*containers: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"metadata": {"name": "p", "annotations": annotations or {}}, "spec": {"containers": list(containers)}}
+    return {
+        "metadata": {"name": "p", "annotations": annotations or {}},
+        "spec": {"containers": list(containers)},
+    }
 
 
 @pytest.mark.parametrize(
@@ -31,7 +36,10 @@ def _pod(*containers: dict[str, Any], annotations: dict[str, str] | None = None)
             _pod(_c("app", "3", "3Gi"), _c("sidecar", "1", "1Gi")),
             2000,
             2 * 2**30,
-            [("app", {"cpu": "1500m", "memory": "1536Mi"}, None), ("sidecar", {"cpu": "500m", "memory": "512Mi"}, None)],
+            [
+                ("app", {"cpu": "1500m", "memory": "1536Mi"}, None),
+                ("sidecar", {"cpu": "500m", "memory": "512Mi"}, None),
+            ],
             (),
         ),
         (
@@ -52,11 +60,14 @@ def _pod(*containers: dict[str, Any], annotations: dict[str, str] | None = None)
         ),
     ],
 )
-def test_plan(case: str, pod: dict[str, Any], cpu: float, mem: float, want: list[Any], restarts: tuple[str, ...]) -> None:
+def test_plan(
+    case: str, pod: dict[str, Any], cpu: float, mem: float, want: list[Any], restarts: tuple[str, ...]
+) -> None:
     plan = plan_resize(pod, cpu, mem)
     assert plan.patch is not None, case
     got = [
-        (c["name"], c["resources"]["requests"], c["resources"].get("limits")) for c in plan.patch["spec"]["containers"]
+        (c["name"], c["resources"]["requests"], c["resources"].get("limits"))
+        for c in plan.patch["spec"]["containers"]
     ]
     assert got == want, case
     assert plan.restarts == restarts, case
@@ -81,7 +92,12 @@ def test_recommendation_has_vpa_status_shape() -> None:
 
 @pytest.mark.parametrize(
     ("annotations", "auto"),
-    [({"harmonic.dev/resize": "auto"}, True), ({"harmonic.dev/resize": "Auto "}, True), ({"harmonic.dev/resize": "off"}, False), ({}, False)],
+    [
+        ({"harmonic.dev/resize": "auto"}, True),
+        ({"harmonic.dev/resize": "Auto "}, True),
+        ({"harmonic.dev/resize": "off"}, False),
+        ({}, False),
+    ],
 )
 def test_opt_in(annotations: dict[str, str], auto: bool) -> None:
     assert opted_in(_pod(annotations=annotations)) is auto
@@ -90,7 +106,10 @@ def test_opt_in(annotations: dict[str, str], auto: bool) -> None:
 @pytest.mark.parametrize(
     ("conditions", "state"),
     [
-        ([{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "m"}], "Infeasible"),
+        (
+            [{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "m"}],
+            "Infeasible",
+        ),
         ([{"type": "PodResizePending", "status": "True", "reason": "Deferred"}], "Deferred"),
         ([{"type": "PodResizeInProgress", "status": "True"}], "InProgress"),
         ([{"type": "Ready", "status": "True"}], ""),

@@ -107,7 +107,9 @@ def _cost(cpu: float, need: float) -> float:
     start=st.floats(1000, 60_000),
     ratio=st.floats(0.05, 1.0),
 )
-def test_the_search_ends_near_the_smallest_slo_keeping_request_within_guardrails(start: float, ratio: float) -> None:
+def test_the_search_ends_near_the_smallest_slo_keeping_request_within_guardrails(
+    start: float, ratio: float
+) -> None:
     a = RightSizingArgs(cooldownSeconds=0)
     s = RightSizer(a)
     need = start * ratio

@@ -204,7 +204,11 @@ def test_a_workload_with_its_own_learnt_row_suffers_by_it():
     plugin.pre_score(state, p, snap, slots)
     assert plugin.score(state, p, snap, slots).tolist() == [100, 95, 100]
     other = build(
-        {"plugin": "Dissonance", "pod": pod("db-1").owner("ReplicaSet", "db").req(cpu="1").obj(), "nodes": NODES}
+        {
+            "plugin": "Dissonance",
+            "pod": pod("db-1").owner("ReplicaSet", "db").req(cpu="1").obj(),
+            "nodes": NODES,
+        }
     )[1]
     plugin.pre_score(state, other, snap, slots)
     assert plugin.score(state, other, snap, slots).tolist() == [75, 95, 100]
