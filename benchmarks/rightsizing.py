@@ -59,7 +59,8 @@ def report(name: str, doc: Mapping[str, Any]) -> None:
         )
     print(
         f"  slack first round {_pm([b['slack_initial'] for b in blocks])} -> last 30 min "
-        f"{_pm([b['slack_final'] for b in blocks])}"
+        f"{_pm([b['slack_final'] for b in blocks])} (at the smallest SLO-keeping requests: "
+        f"{_pm([b['slack_at_smallest'] for b in blocks])})"
     )
     print(
         f"  SLO violations {_pm([b['violation_share'] for b in blocks])} (original requests "

@@ -72,6 +72,7 @@ class _Track:
     #: The request after each round, and the smallest SLO-keeping request the truth saw meanwhile.
     trajectory: list[float] = field(default_factory=list)
     smallest: list[float] = field(default_factory=list)
+    pods: int = 0
     reports: int = 0
     violations: int = 0
     violations_original: int = 0
@@ -184,6 +185,7 @@ class SimRightSizing:
                         self._carry_out(view, p, d.cpu_to, d.memory_to)
                     continue
             track.trajectory.append(track.cpu)
+            track.pods = len(pods)
             for p in pods:
                 self._carry_out(view, p, track.cpu, track.memory)
 
@@ -278,12 +280,17 @@ class SimRightSizing:
             violations += t.violations
             original += t.violations_original
         end = self.world.plan.duration or 0.0
+        final = [s for s in self.slack if s[0] >= end - FINAL_WINDOW]
+        smallest = sum(float(np.mean(t.smallest[-60:])) * t.pods for t in self.tracks.values() if t.smallest)
+        used = float(np.mean([s[2] for s in final])) if final else 0.0
         return {
             "recommender": self.spec.recommender,
             **self.counts,
             "reverts": self.sizer.reverts,
             "slack_initial": _slack([s for s in self.slack if s[0] <= self.spec.interval]),
-            "slack_final": _slack([s for s in self.slack if s[0] >= end - FINAL_WINDOW]),
+            "slack_final": _slack(final),
+            # The slack if every pod asked exactly the smallest SLO-keeping request: the floor.
+            "slack_at_smallest": round(1 - used / smallest, 6) if smallest > 0 and final else None,
             "violation_share": round(violations / reports, 6) if reports else None,
             "violation_share_original": round(original / reports, 6) if reports else None,
             "workloads": per,
