@@ -5,8 +5,10 @@ reports made under the request now in force (``Observation.cpu_millis``) since i
 pods' observed CPU and memory use:
 
 - **Regression** — the ``sloQuantile`` quantile of their costs (the flourish value, inverted for
-  ``maximize``; 0.95 by default, so the SLO holds for 19 reports in 20) is above the target: after a cut, *revert* to the last request that kept the SLO, remember the failed one as a
-  floor never to be reached again and halve the step; with no cut to undo, grow by ``maxStepUp``.
+  ``maximize``; 0.95 by default, so the SLO holds for 19 reports in 20) is above the target: after a
+  cut, *revert* to the last request that kept the SLO, remember the failed one as a floor never to be
+  reached again and halve the step; with no cut to undo, grow — by ``maxStepUp`` while no request is
+  known to keep the SLO, by twice the search's step once one was (it no longer is).
 - **Comfortable** — that quantile at most ``(1 - sloMargin)`` of the target: the request is remembered as
   good and cut by the step (at first ``maxStepDown``), never to or below a failed request, never below
   the pods' observed peak use, and not at all once the step is under ``minStep`` (converged).
@@ -148,7 +150,10 @@ class RightSizer:
                     memory,
                     f"revert: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut",
                 )
-            grown = _clamp(cpu * (1 + a.max_step_up), a.min_cpu, a.max_cpu)
+            # Far from any request known to keep the SLO, grow fast; near the search's, by its step.
+            up = a.max_step_up if st.good is None else min(a.max_step_up, 2 * max(st.step, a.min_step))
+            st.good = None
+            grown = _clamp(cpu * (1 + up), a.min_cpu, a.max_cpu)
             return self._log(
                 r,
                 now,

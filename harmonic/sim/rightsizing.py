@@ -28,11 +28,11 @@ import numpy as np
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.feedback.resize import opted_in, plan_resize, recommendation, with_resources
-from harmonic.feedback.rightsizing import RightSizer, RightSizingArgs, RoundInput
+from harmonic.feedback.rightsizing import RightSizer, RightSizingArgs
+from harmonic.feedback.rightsizing_loop import RightSizingLoop, slo_target
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL
 from harmonic.signals.feedback.observation import Observation
 from harmonic.signals.feedback.placement import PlacementView
-from harmonic.signals.feedback.prometheus import TARGET_ANNOTATION
 from harmonic.signals.identity import WorkloadKey, workload_of
 from harmonic.signals.usage import PrometheusUsageSource
 from harmonic.sim.scenario import RightSizingSpec
@@ -48,31 +48,12 @@ _Z95 = 1.645
 FINAL_WINDOW = 1800.0
 
 
-def slo_target(pod: Pod) -> float | None:
-    text = pod.annotations.get(TARGET_ANNOTATION)
-    try:
-        value = float(text) if text is not None else None
-    except ValueError:
-        return None
-    return value if value is not None and value > 0 else None
-
-
 @dataclass
-class _Round:
-    costs: list[tuple[float, float]] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    memory: list[float] = field(default_factory=list)
-
-
-@dataclass
-class _Track:
+class _Judged:
     initial_cpu: float
-    cpu: float
-    memory: float
-    #: The request after each round, and the smallest SLO-keeping request the truth saw meanwhile.
-    trajectory: list[float] = field(default_factory=list)
-    smallest: list[float] = field(default_factory=list)
     pods: int = 0
+    #: The smallest SLO-keeping request the truth saw at each report.
+    smallest: list[float] = field(default_factory=list)
     reports: int = 0
     violations: int = 0
     violations_original: int = 0
@@ -82,7 +63,10 @@ class SimRightSizing:
     def __init__(self, world: World, spec: RightSizingSpec) -> None:
         self.world = world
         self.spec = spec
-        self.sizer = RightSizer(RightSizingArgs.model_validate(spec.args))
+        self.loop = RightSizingLoop(
+            RightSizer(RightSizingArgs.model_validate(spec.args)), spec.interval, spec.recommender
+        )
+        self.sizer = self.loop.sizer
         assert world.usage is not None  # checked at load
         self.usage = PrometheusUsageSource(
             USAGE_URL,
@@ -90,104 +74,37 @@ class SimRightSizing:
             transport=SimulatedUsagePrometheus(world, world.usage, "1m"),
             name="sim/usage-rightsizing",
         )
-        self._round: dict[WorkloadKey, _Round] = {}
-        self.tracks: dict[WorkloadKey, _Track] = {}
+        self.judged: dict[WorkloadKey, _Judged] = {}
         self.counts = {"resizes": 0, "restarts": 0, "deferred": 0, "infeasible": 0, "recommendations": 0}
         #: Infeasible resizes not yet handed on: (pod key, node, workload, (cpu, memory) wanted).
         self.infeasible: list[tuple[str, str, WorkloadKey, tuple[float, float]]] = []
         #: (time, requested, used) CPU over the pods with an SLO, per tick.
         self.slack: list[tuple[float, float, float]] = []
-        self._next = spec.interval
         #: The latest recommendation published per pod (pods that did not opt in), VPA's shape.
         self.recommendations: dict[str, str] = {}
 
-    # ------------------------------------------------------------------ every feedback tick
-    def observe(self, view: PlacementView, observations: list[Observation], now: float) -> None:
-        targets: dict[WorkloadKey, float] = {}
-        for pods in view.by_workload().values():
-            for p in pods:
-                t = slo_target(p)
-                if t is not None:
-                    targets[workload_of(p)] = t
-        for o in observations:
-            if o.workload in targets:
-                self._round.setdefault(o.workload, _Round()).costs.append((o.cpu_millis, o.cost))
-        reading = self.usage.read()
-        requested = used = 0.0
-        for (ns, name), (cpu, mem) in reading.pods.items():
-            raw = self.world.cluster.pods.get(f"{ns}/{name}")
-            if raw is None:
-                continue
-            pod = parse_pod(raw)
-            key = workload_of(pod)
-            if key not in targets:
-                continue
-            r = self._round.setdefault(key, _Round())
-            r.cpu.append(cpu)
-            r.memory.append(mem)
-            self.sizer.vpa.add(key, cpu, mem, float(pod.requests.get(CPU, 0)), now)
-            requested += float(pod.requests.get(CPU, 0))
-            used += cpu
-        if requested > 0:
-            self.slack.append((now, requested, used))
-        if now + 1e-9 >= self._next:
-            self._next += self.spec.interval
-            self.round(view, targets, now)
-        elif self.spec.recommender == "harmonic":
-            self._revert_regressions(view, targets, now)
-
-    def _revert_regressions(self, view: PlacementView, targets: dict[WorkloadKey, float], now: float) -> None:
-        for key, pods in view.by_workload().items():
-            track = self.tracks.get(key)
-            if track is None or key not in targets:
-                continue
-            r = self._round.get(key, _Round())
-            costs = tuple(c for cpu, c in r.costs if abs(cpu - track.cpu) <= 1.0)
-            d = self.sizer.check(
-                RoundInput(key, track.cpu, track.memory, costs, targets[key], tuple(r.cpu), tuple(r.memory)),
-                now,
-            )
-            if d is None:
-                continue
-            self._round[key] = _Round()
-            track.cpu, track.memory = d.cpu_to, d.memory_to
-            for p in pods:
-                self._carry_out(view, p, track.cpu, track.memory)
-
-    # ------------------------------------------------------------------ every interval
     def take_infeasible(self) -> list[tuple[str, str, WorkloadKey, tuple[float, float]]]:
         """The Infeasible resizes since the last call (the loop asks the rescheduler to move them)."""
         out, self.infeasible = self.infeasible, []
         return out
 
-    def round(self, view: PlacementView, targets: dict[WorkloadKey, float], now: float) -> None:
-        for key, pods in sorted(view.by_workload().items()):
+    # ------------------------------------------------------------------ every feedback tick
+    def observe(self, view: PlacementView, observations: list[Observation], now: float) -> None:
+        reading = self.usage.read()
+        targets = self.loop.targets(view)
+        requested = used = 0.0
+        for key, pods in view.by_workload().items():
             if key not in targets:
                 continue
-            first = pods[0]
-            cpu0, mem0 = float(first.requests.get(CPU, 0)), float(first.requests.get(MEMORY, 0))
-            track = self.tracks.setdefault(key, _Track(cpu0, cpu0, mem0))
-            r = self._round.get(key, _Round())
-            costs = tuple(c for cpu, c in r.costs if abs(cpu - track.cpu) <= 1.0)
-            # The SLO search must try the requests it judges: a workload that only gets
-            # recommendations gets usage-based ones.
-            auto = any(opted_in(p.raw) for p in pods)
-            target = targets[key] if self.spec.recommender == "harmonic" and auto else None
-            d = self.sizer.decide(
-                RoundInput(key, track.cpu, track.memory, costs, target, tuple(r.cpu), tuple(r.memory)), now
-            )
-            if d is not None:
-                self._round[key] = _Round()
-                if auto:
-                    track.cpu, track.memory = d.cpu_to, d.memory_to
-                else:
-                    for p in pods:
-                        self._carry_out(view, p, d.cpu_to, d.memory_to)
-                    continue
-            track.trajectory.append(track.cpu)
-            track.pods = len(pods)
+            j = self.judged.setdefault(key, _Judged(float(pods[0].requests.get(CPU, 0))))
+            j.pods = len(pods)
             for p in pods:
-                self._carry_out(view, p, track.cpu, track.memory)
+                requested += float(p.requests.get(CPU, 0))
+                used += reading.pods.get((p.namespace, p.name), (0.0, 0.0))[0]
+        if requested > 0 and reading.pods:
+            self.slack.append((now, requested, used))
+        for a in self.loop.observe(view, observations, reading.pods, now):
+            self._carry_out(view, a.pod, a.cpu_millis, a.memory_bytes)
 
     def _carry_out(self, view: PlacementView, pod: Pod, cpu: float, memory: float) -> None:
         now_cpu, now_mem = float(pod.requests.get(CPU, 0)), float(pod.requests.get(MEMORY, 0))
@@ -241,8 +158,7 @@ class SimRightSizing:
             factor = float(response_factor(np.array([use]), np.array([req]))[0])
             out[i] = factor
             target = slo_target(pod)
-            wkey = workload_of(pod)
-            track = self.tracks.get(wkey)
+            track = self.judged.get(workload_of(pod))
             if target is None or track is None:
                 continue
             cost = base[i] * (1.0 + slowdown[i])
@@ -257,20 +173,22 @@ class SimRightSizing:
     def metrics(self) -> dict[str, Any]:
         per: dict[str, Any] = {}
         reports = violations = original = 0
-        for key, t in sorted(self.tracks.items()):
+        for key, t in sorted(self.judged.items()):
             need = float(np.mean(t.smallest[-60:])) if t.smallest else None
+            trajectory = self.loop.trajectory.get(key, [])
+            final = trajectory[-1] if trajectory else t.initial_cpu
             reach = None
             if need:
                 reach = next(
-                    (i + 1 for i, cpu in enumerate(t.trajectory) if abs(cpu - need) <= 0.2 * need), None
+                    (i + 1 for i, cpu in enumerate(trajectory) if abs(cpu - need) <= 0.2 * need), None
                 )
             per[str(key)] = {
                 "initial_cpu_millis": round(t.initial_cpu),
-                "final_cpu_millis": round(t.cpu),
+                "final_cpu_millis": round(final),
                 "smallest_slo_cpu_millis": round(need) if need else None,
-                "final_over_smallest": round(t.cpu / need, 4) if need else None,
+                "final_over_smallest": round(final / need, 4) if need else None,
                 "rounds_to_within_20pct": reach,
-                "rounds": len(t.trajectory),
+                "rounds": len(trajectory),
                 "violation_share": round(t.violations / t.reports, 6) if t.reports else None,
                 "violation_share_original": round(t.violations_original / t.reports, 6)
                 if t.reports
@@ -280,17 +198,17 @@ class SimRightSizing:
             violations += t.violations
             original += t.violations_original
         end = self.world.plan.duration or 0.0
-        final = [s for s in self.slack if s[0] >= end - FINAL_WINDOW]
-        smallest = sum(float(np.mean(t.smallest[-60:])) * t.pods for t in self.tracks.values() if t.smallest)
-        used = float(np.mean([s[2] for s in final])) if final else 0.0
+        final_ticks = [s for s in self.slack if s[0] >= end - FINAL_WINDOW]
+        smallest = sum(float(np.mean(t.smallest[-60:])) * t.pods for t in self.judged.values() if t.smallest)
+        used = float(np.mean([s[2] for s in final_ticks])) if final_ticks else 0.0
         return {
             "recommender": self.spec.recommender,
             **self.counts,
             "reverts": self.sizer.reverts,
             "slack_initial": _slack([s for s in self.slack if s[0] <= self.spec.interval]),
-            "slack_final": _slack(final),
+            "slack_final": _slack(final_ticks),
             # The slack if every pod asked exactly the smallest SLO-keeping request: the floor.
-            "slack_at_smallest": round(1 - used / smallest, 6) if smallest > 0 and final else None,
+            "slack_at_smallest": round(1 - used / smallest, 6) if smallest > 0 and final_ticks else None,
             "violation_share": round(violations / reports, 6) if reports else None,
             "violation_share_original": round(original / reports, 6) if reports else None,
             "workloads": per,
