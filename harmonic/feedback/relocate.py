@@ -19,17 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.pod import parse_pod
 from harmonic.feedback.resize import plan_resize, with_resources
 from harmonic.framework.config import Profile
 from harmonic.framework.registry import Registry
 from harmonic.rescheduler.budget import Budget, EvictionLimitError, Limits
 from harmonic.rescheduler.evictor import DefaultEvictor, DefaultEvictorArgs
 from harmonic.rescheduler.framework import Evictor, RunLog
+from harmonic.rescheduler.runner import fits_elsewhere_on
 from harmonic.rescheduler.state import ClusterState
-from harmonic.rescheduler.whatif import WhatIf, replacement
+from harmonic.rescheduler.whatif import WhatIf
 
 #: The name moves carry in the rescheduler's logs and metrics.
 PLUGIN = "FeedbackMoves"
@@ -68,15 +67,7 @@ def decide_moves(
     whatif = WhatIf(profile, registry, state.nodes, state.pods, services=services, now=state.now)
     budget = Budget(Limits(rate=max_per_run), state.pdbs, state.pods)
     log = RunLog()
-
-    def fits_elsewhere(pod: Pod, names: list[str]) -> bool:
-        slots = np.asarray(
-            [whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64
-        )
-        ok, _ = whatif.feasible(replacement(pod), slots)
-        return len(ok) > 0
-
-    de = DefaultEvictor(DefaultEvictorArgs(), state, fits_elsewhere)
+    de = DefaultEvictor(DefaultEvictorArgs(), state, fits_elsewhere_on(whatif))
     evictor = Evictor(
         state=state,
         whatif=whatif,

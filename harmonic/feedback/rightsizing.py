@@ -140,16 +140,7 @@ class RightSizer:
         if tail > r.target:
             st.failed = max(st.failed, cpu)
             if st.cut and st.good is not None and st.good > cpu:
-                st.step /= 2
-                self.reverts += 1
-                return self._log(
-                    r,
-                    now,
-                    st,
-                    st.good,
-                    memory,
-                    f"revert: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut",
-                )
+                return self._revert(r, now, st, st.good, memory, tail)
             # Far from any request known to keep the SLO, grow fast; near the search's, by its step.
             up = a.max_step_up if st.good is None else min(a.max_step_up, 2 * max(st.step, a.min_step))
             st.good = None
@@ -199,16 +190,15 @@ class RightSizer:
         if tail <= r.target:
             return None
         st.failed = max(st.failed, r.cpu_request)
+        return self._revert(r, now, st, st.good, r.memory_request, tail)
+
+    def _revert(
+        self, r: RoundInput, now: float, st: _State, good: float, memory: float, tail: float
+    ) -> Decision:
         st.step /= 2
         self.reverts += 1
-        return self._log(
-            r,
-            now,
-            st,
-            st.good,
-            r.memory_request,
-            f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut",
-        )
+        reason = f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
+        return self._log(r, now, st, good, memory, reason)
 
     def _memory(self, r: RoundInput) -> float:
         a = self.args
