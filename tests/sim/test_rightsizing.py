@@ -93,3 +93,27 @@ def test_rightsizing_needs_usage_and_valid_args() -> None:
     sc["feedback"]["rightsizing"]["args"] = {"maxStepDown": 2}
     with pytest.raises(ScenarioError, match="maxStepDown"):
         plan_of(sc)
+
+
+def test_moves_the_learnt_model_asks_for_are_carried_out_through_the_evictor() -> None:
+    from tests.sim.test_feedback import antagonist
+
+    world = run(antagonist(moves={"maxPerRound": 1}))
+    moves = summarize(world)["feedback"]["moves"]
+    assert moves["executed"] > 0 and moves["executed"] + moves["refused"] == moves["asked"]
+    moved = [text for _, text in world.feedback.decisions() if ": moved, replacement reserved on" in text]
+    assert len(moved) == moves["executed"]
+    # each with its figures: predicted slowdown here and there, gain against the restart's cost
+    assert all("predicted slowdown" in t and "restart cost" in t for t in moved)
+    # the cool-down holds: one workload, at most one move per 10 minutes
+    times = [float(t.split(" ", 1)[0][2:]) for t in moved]
+    assert all(b - a >= 600 for a, b in zip(times, times[1:], strict=False))
+
+
+def test_without_the_moves_key_asks_are_only_recommended() -> None:
+    from tests.sim.test_feedback import antagonist
+
+    world = run(antagonist())
+    moves = summarize(world)["feedback"]["moves"]
+    assert moves["executed"] == 0 and moves["asked"] > 0
+    assert all("recommended" in text for _, text in world.feedback.decisions())
