@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -107,7 +108,7 @@ def test_moves_the_learnt_model_asks_for_are_carried_out_through_the_evictor() -
     assert all("predicted slowdown" in t and "restart cost" in t for t in moved)
     # the cool-down holds: one workload, at most one move per 10 minutes
     times = [float(t.split(" ", 1)[0][2:]) for t in moved]
-    assert all(b - a >= 600 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= 600 for a, b in itertools.pairwise(times))
 
 
 def test_without_the_moves_key_asks_are_only_recommended() -> None:
