@@ -50,6 +50,8 @@ class MoveAdvice:
     #: Relative gain (fall of 1 + slowdown) and the restart's share of the horizon it must beat.
     gain: float
     cost: float
+    #: The nodes where the predicted gain would pay for the move (``target`` the best of them).
+    worth: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return (
@@ -100,6 +102,11 @@ class MoveAdvisor:
                 j = int(np.argmin(cand))
                 gain = (now_sd - float(cand[j])) / (1.0 + now_sd)
                 if gain > max(cost, s.min_gain) and now_sd - float(cand[j]) > 2 * spread:
+                    # Every node that would pay for the move, not only the best: where the scheduler
+                    # would really put the replacement must be one of them.
+                    worth = (now_sd - cand > 2 * spread) & (
+                        (now_sd - cand) / (1.0 + now_sd) > max(cost, s.min_gain)
+                    )
                     advice = MoveAdvice(
                         now,
                         str(workload),
@@ -111,6 +118,7 @@ class MoveAdvisor:
                         float(cand[j]),
                         gain,
                         cost,
+                        tuple(names[int(k)] for k in np.flatnonzero(worth)),
                     )
                     if best is None or advice.gain > best.gain:
                         best = advice

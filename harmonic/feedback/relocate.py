@@ -7,7 +7,8 @@ goes through the rescheduler's ``Evictor`` exactly as a rescheduler plugin's wou
 the rate limits (``maxPerRun`` evictions per round; per node and per namespace ones as the policy's),
 the PodDisruptionBudgets, the default evictor's protections (system-critical, DaemonSet, static,
 unreplicated pods stay), and the no-churn rule — the profile's scheduler, run on the what-if snapshot
-without the pod, must place its replacement on another node. The what-if placement is the reserved
+without the pod, must place its replacement on another node, and, for a move the learnt model asked
+for, on one of the nodes it predicts would pay for the move (``MoveAsk.nodes``). The what-if placement is the reserved
 target: later asks of the same round see it. Accepted moves are evictions the caller executes
 (the simulator through its in-memory Eviction API, a live loop through ``pods/eviction``); refused ones
 keep their reason for the decision log.
@@ -28,7 +29,7 @@ from harmonic.rescheduler.evictor import DefaultEvictor, DefaultEvictorArgs
 from harmonic.rescheduler.framework import Evictor, RunLog
 from harmonic.rescheduler.runner import fits_elsewhere_on
 from harmonic.rescheduler.state import ClusterState
-from harmonic.rescheduler.whatif import WhatIf
+from harmonic.rescheduler.whatif import WhatIf, replacement
 
 #: The name moves carry in the rescheduler's logs and metrics.
 PLUGIN = "FeedbackMoves"
@@ -41,6 +42,8 @@ class MoveAsk:
     #: The pod-level (CPU millicores, memory bytes) an Infeasible resize wanted: the replacement is
     #: placed with them, so the move lands where the resized pod fits.
     resources: tuple[float, float] | None = None
+    #: The nodes worth moving to (the learnt model's); None: any node the replacement fits.
+    nodes: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,19 @@ def decide_moves(
             if plan.patch is not None:
                 # Same uid and node: the what-if removes the pod as it is and places it as resized.
                 pod = parse_pod(with_resources(pod.raw, plan.patch))
+        if ask.nodes is not None:
+            # Where the scheduler would place the replacement, not where the model would like it.
+            mark = whatif.checkpoint()
+            whatif.remove(pod)
+            dest, _ = whatif.place(replacement(pod))
+            whatif.undo(mark)
+            if dest not in ask.nodes:
+                out.append(
+                    MoveOutcome(
+                        ask.pod, ask.why, "", f"the scheduler would place it on {dest}, not a node worth it"
+                    )
+                )
+                continue
         skipped = len(log.skipped)
         try:
             moved = evictor.evict(pod, PLUGIN, ask.why, move=True)

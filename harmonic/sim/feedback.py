@@ -296,7 +296,8 @@ class SimFeedback:
         self.learner.observe(observations)
         self.learner.refresh()
         asks = [
-            (a.workload, MoveAsk(a.pod, a.describe())) for a in self.advisor.advise(view, self.learner, now)
+            (a.workload, MoveAsk(a.pod, a.describe(), nodes=frozenset(a.worth)))
+            for a in self.advisor.advise(view, self.learner, now)
         ]
         if self.rightsizing is not None:
             self.rightsizing.observe(view, observations, now)
