@@ -24,7 +24,8 @@ Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset
 to the best candidate in each zone, so Dissonance picks nodes inside zones and leaves the choice of zone
 to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``). The model comes from the handle service ``dissonance`` when
 present (so the feedback loop can update it), else it is built from these args; a workload the loop
-learnt to suffer unlike its class suffers by its own row (``DissonanceModel.victim_row``).
+learnt to suffer unlike its class suffers by its own row (``DissonanceModel.victim_row``), and what a
+pod inflicts on such pods counts by their rows (``OwnRowLoad``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.dissonance import DissonanceModel
+from harmonic.signals.dissonance_rows import OwnRowLoad
 
 ERR_REASON_LIMIT = "node(s) would slow latency-critical pods beyond the dissonance limit"
 MODEL_SERVICE = "dissonance"
@@ -125,6 +127,7 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
         self._model: DissonanceModel | None = None
         self._load = ClassLoad(handle.snapshot)
+        self._own = OwnRowLoad(handle.snapshot)
         self._inv_key: tuple[int, int] | None = None
         self._inv = np.zeros(0)
         self._weight_cache: dict[tuple[int, int, int, object], tuple[np.ndarray, np.ndarray]] = {}
@@ -229,6 +232,9 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
         both = rows @ self._weights(model, ci, cpu, pod)
         cost = both[:, 0] * inv_alloc
+        own = self._own.excess(model)
+        if own is not None:  # pods whose own learnt rows say they suffer from this class unlike theirs
+            cost += cpu * inv_alloc * own.take(slots, axis=0)[:, ci]
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
             # node gets falls from ``anticipated`` on a clean node to 0 once its predicted
