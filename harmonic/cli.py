@@ -13,7 +13,14 @@ import click
 
 from harmonic import __version__
 from harmonic.feedback import MODEL_PATH
-from harmonic.feedback.cli import LiveFeedback, feedback_options, live_feedback, model
+from harmonic.feedback.cli import (
+    LiveFeedback,
+    feedback_options,
+    live_feedback,
+    model,
+    rightsizing_args,
+    rightsizing_options,
+)
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
 
@@ -475,6 +482,7 @@ def graph(
 )
 @_decisions_option
 @feedback_options
+@rightsizing_options
 def run(
     config_path: str,
     kubeconfig: str | None,
@@ -488,6 +496,9 @@ def run(
     feedback_token_file: str | None,
     feedback_prometheus: str | None,
     feedback_interval: float,
+    feedback_rightsizing: bool,
+    feedback_rightsizing_interval: float,
+    feedback_rightsizing_args: str | None,
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
@@ -529,6 +540,19 @@ def run(
     usage = _usage_services(cfg, transport)
     tune_process()
     fb = live_feedback(cfg, _read_token(feedback_token_file), feedback_prometheus, feedback_interval)
+    if feedback_rightsizing:
+        if fb is None:
+            click.echo(
+                "error: --feedback-rightsizing needs reports: --feedback-token-file or --feedback-prometheus",
+                err=True,
+            )
+            sys.exit(1)
+        fb.enable_rightsizing(
+            transport,
+            feedback_prometheus,
+            feedback_rightsizing_interval,
+            rightsizing_args(feedback_rightsizing_args),
+        )
     services: dict[str, Any] = {**graphs, **usage, **(fb.services if fb else {})}
     try:
         live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)

@@ -76,6 +76,16 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
     )
 
 
+def rightsizing_permissions() -> tuple[Permission, ...]:
+    """``harmonic run --feedback-rightsizing`` on top of ``scheduler_permissions``: opt-in, so not in the
+    bundled manifests (docs/feedback.md, "Right-sizing")."""
+    return (
+        Permission("", ("pods/resize",), ("patch",), "in-place resize of pods that opted in"),
+        Permission("", ("pods",), ("patch",), "the harmonic.dev/recommendation annotation of the others"),
+        Permission("metrics.k8s.io", ("pods", "nodes"), READ, "pods' use, without a Prometheus"),
+    )
+
+
 def leader_election_permissions(lease_name: str) -> tuple[Permission, ...]:
     """A Lease of one's own, in one's namespace: create it, then touch only that one."""
     return (

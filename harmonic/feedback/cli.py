@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -43,6 +44,50 @@ def feedback_options(f: F) -> F:
     return f
 
 
+def rightsizing_options(f: F) -> F:
+    f = click.option(
+        "--feedback-rightsizing-args",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="YAML of the right-sizer's guardrails (minCpu, maxStepDown, cooldownSeconds, ...: docs/feedback.md).",
+    )(f)
+    f = click.option(
+        "--feedback-rightsizing-interval",
+        type=click.FloatRange(min=1),
+        default=300.0,
+        show_default=True,
+        help="Seconds between right-sizing rounds.",
+    )(f)
+    f = click.option(
+        "--feedback-rightsizing",
+        is_flag=True,
+        help="Right-size workloads with an SLO (harmonic.dev/flourish-target): resize pods that opted in "
+        "(harmonic.dev/resize: auto) through pods/resize, annotate the others with a recommendation.",
+    )(f)
+    return f
+
+
+def rightsizing_args(path: str | None) -> Any:
+    """The guardrails from ``path`` (exit 1 naming the file and field when invalid)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from harmonic.feedback.rightsizing import RightSizingArgs
+
+    if path is None:
+        return RightSizingArgs()
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return RightSizingArgs.model_validate(doc)
+    except yaml.YAMLError as e:
+        click.echo(f"error: {path}: not YAML: {e}", err=True)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        click.echo(f"error: {path}: {where}: {err['msg']}", err=True)
+    sys.exit(1)
+
+
 class LiveFeedback:
     """The pieces ``harmonic run`` / ``harmonic extender`` wire together when feedback is on: the
     learner (its model is the ``dissonance`` service, so it exists before the scheduler), the intake
@@ -61,6 +106,23 @@ class LiveFeedback:
         self.source = FlourishSource(prometheus) if prometheus else None
         self.interval = interval
         self.service: FeedbackService | None = None
+        self.rightsizing: Any = None
+
+    def enable_rightsizing(self, transport: Any, prometheus: str | None, interval: float, args: Any) -> None:
+        """Right-size through ``transport`` (the API server), reading use from ``prometheus`` (cAdvisor
+        over one minute) or else metrics-server."""
+        from harmonic.feedback.resize import LiveActuator
+        from harmonic.feedback.rightsizing_live import LiveRightSizing
+        from harmonic.signals.usage import MetricsServerSource, PrometheusUsageSource, UsageSource
+
+        usage: UsageSource
+        if prometheus:
+            usage = PrometheusUsageSource(prometheus, window="1m", name="feedback/usage")
+        else:
+            usage = MetricsServerSource(
+                lambda path: transport.request("GET", path), name="feedback/metrics-server"
+            )
+        self.rightsizing = LiveRightSizing(usage, LiveActuator(transport), args, interval)
 
     @property
     def services(self) -> dict[str, Any]:
@@ -72,6 +134,7 @@ class LiveFeedback:
         from harmonic.feedback.service import FeedbackService
 
         self.service = FeedbackService(self.learner, on_state, self.intake, self.source, self.interval)
+        self.service.rightsizing = self.rightsizing
         self.service.start()
 
     def stop(self) -> None:
@@ -186,4 +249,4 @@ def _from_simulation(
     out = simulate(plan, [r for r in runs if r.name == chosen], registry)
     loop = out.worlds[chosen].feedback
     assert loop is not None
-    return model_state(loop.learner, loop.advisor)
+    return model_state(loop.learner, decisions_log=loop.decisions())

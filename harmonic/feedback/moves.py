@@ -12,8 +12,8 @@ for that: the predicted fall of the slowdown, relative to the pod's cost ``1 + s
 ``restartSeconds / horizonSeconds`` and ``minGain``, and exceed twice the standard deviation of the
 prediction where the pod runs (hysteresis: an uncertain model recommends nothing). One
 recommendation per workload per ``cooldownSeconds``. Recommendations are reported (the decision log of
-``harmonic model --explain``, metrics.json's ``move_recommendations``); asking the rescheduler to
-carry them out is not built.
+``harmonic model --explain``, metrics.json's ``move_recommendations``); in the simulator, with
+``feedback.moves``, they are asks the rescheduler's evictor decides (``relocate``, ``sim.feedback_moves``).
 """
 
 from __future__ import annotations
@@ -50,13 +50,18 @@ class MoveAdvice:
     #: Relative gain (fall of 1 + slowdown) and the restart's share of the horizon it must beat.
     gain: float
     cost: float
+    #: The nodes where the predicted gain would pay for the move (``target`` the best of them).
+    worth: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return (
+            f"move {self.pod} from {self.node} (best: {self.target}): predicted slowdown "
+            f"{self.here:.2f}±{self.here_sd:.2f} -> {self.there:.2f}, gain {self.gain:.0%} > restart cost "
+            f"{self.cost:.0%} of the horizon"
+        )
 
     def explain(self) -> str:
-        return (
-            f"t={self.time:g} move {self.pod} from {self.node} to {self.target}: predicted slowdown "
-            f"{self.here:.2f}±{self.here_sd:.2f} -> {self.there:.2f}, gain {self.gain:.0%} > restart cost "
-            f"{self.cost:.0%} of the horizon (recommended; not executed)"
-        )
+        return f"t={self.time:g} {self.describe()} (recommended; not executed)"
 
 
 @dataclass
@@ -97,6 +102,11 @@ class MoveAdvisor:
                 j = int(np.argmin(cand))
                 gain = (now_sd - float(cand[j])) / (1.0 + now_sd)
                 if gain > max(cost, s.min_gain) and now_sd - float(cand[j]) > 2 * spread:
+                    # Every node that would pay for the move, not only the best: where the scheduler
+                    # would really put the replacement must be one of them.
+                    worth = (now_sd - cand > 2 * spread) & (
+                        (now_sd - cand) / (1.0 + now_sd) > max(cost, s.min_gain)
+                    )
                     advice = MoveAdvice(
                         now,
                         str(workload),
@@ -108,6 +118,7 @@ class MoveAdvisor:
                         float(cand[j]),
                         gain,
                         cost,
+                        tuple(names[int(k)] for k in np.flatnonzero(worth)),
                     )
                     if best is None or advice.gain > best.gain:
                         best = advice

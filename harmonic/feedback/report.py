@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from harmonic.feedback.moves import MoveAdvisor
@@ -16,12 +17,19 @@ def _row(values: Any) -> list[float]:
     return [round(float(x), 4) for x in values]
 
 
-def model_state(learner: InterferenceLearner, advisor: MoveAdvisor | None = None) -> dict[str, Any]:
+def model_state(
+    learner: InterferenceLearner,
+    advisor: MoveAdvisor | None = None,
+    decisions_log: Iterable[tuple[str, str]] = (),
+) -> dict[str, Any]:
     """Prior, learned mean and standard deviation per class row; per workload its own row, baseline,
-    latest reports with their placement, and the moves recommended for it."""
+    latest reports with their placement, and its decisions: the moves recommended for it
+    (``advisor``) and ``decisions_log``'s (workload, text) entries — moves decided, resizes."""
     decisions: dict[str, list[str]] = {}
     for advice in list(advisor.log) if advisor is not None else []:
         decisions.setdefault(advice.workload, []).append(advice.explain())
+    for workload, text in list(decisions_log):
+        decisions.setdefault(workload, []).append(text)
     classes: dict[str, Any] = {}
     for i, name in enumerate(_NAMES):
         est = learner.class_estimate(i)
@@ -122,8 +130,6 @@ def explain(state: dict[str, Any], workload: str) -> str:
         lines.append(
             f"  t={r['time']:g} {r['pod']}: {r['metric']}={r['value']:g} ({r['goal']}); {r['node']}; {shares or 'alone'}"
         )
-    lines += ["", "decisions (moves are recommended, not executed; no resize is made: docs/feedback.md):"]
-    lines += [f"  {d}" for d in w.get("decisions", [])] or [
-        "  none: no other node is predicted to be enough better"
-    ]
+    lines += ["", "decisions (moves and resizes, with their reasons: docs/feedback.md):"]
+    lines += [f"  {d}" for d in w.get("decisions", [])] or ["  none: no move or resize was called for"]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ from typing import Any
 
 from harmonic.feedback.moves import MoveAdvisor
 from harmonic.feedback.report import model_state
+from harmonic.feedback.rightsizing_live import LiveRightSizing
+from harmonic.feedback.rightsizing_loop import Action
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.plugins.dissonance import Dissonance, DissonanceArgs
 from harmonic.signals.classes import CLASSES
@@ -35,6 +37,7 @@ from harmonic.signals.feedback.prometheus import (
 )
 from harmonic.signals.metrics import FEEDBACK_LEARNED, FEEDBACK_LEARNED_SD, FEEDBACK_OBSERVATIONS
 from harmonic.signals.periodic import Periodic
+from harmonic.signals.usage import UsageReading
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,8 @@ class FeedbackService:
         self.rounds = 0
         self.no_signal = 0
         self.advisor = MoveAdvisor()
+        #: Right-sizing (``harmonic run --feedback-rightsizing``), or None.
+        self.rightsizing: LiveRightSizing | None = None
 
     @property
     def model(self) -> DissonanceModel:
@@ -96,9 +101,14 @@ class FeedbackService:
                     self.no_signal += 1
                 else:
                     answers[query] = (goal, pods, reports)
-        done = self._call(lambda view: self._learn(view, posted, answers), timeout)
+        reading = self.rightsizing.read() if self.rightsizing is not None else None
+        actions = self._call(lambda view: self._learn(view, posted, answers, reading), timeout)
         self.rounds += 1
-        return done is not None
+        if actions is None:
+            return False
+        if self.rightsizing is not None:
+            self.rightsizing.carry_out(actions, self._clock())
+        return True
 
     def _call(self, fn: Callable[[PlacementView], Any], timeout: float) -> Any:
         box: list[Any] = []
@@ -121,7 +131,8 @@ class FeedbackService:
         view: PlacementView,
         posted: list[Posted],
         answers: dict[str, tuple[str, set[str], list[Report]]],
-    ) -> bool:
+        reading: UsageReading | None = None,
+    ) -> list[Action]:
         now = self._clock()
         observations: list[Observation] = []
         for p in posted:
@@ -133,7 +144,9 @@ class FeedbackService:
         self.learner.refresh()
         self.advisor.advise(view, self.learner, now)
         self._export()
-        return True
+        if self.rightsizing is None:
+            return []
+        return self.rightsizing.loop.observe(view, observations, reading.pods if reading else {}, now)
 
     def _export(self) -> None:
         for i, victim in enumerate(CLASSES):
@@ -143,7 +156,8 @@ class FeedbackService:
                 FEEDBACK_LEARNED_SD.labels(str(victim), str(aggressor)).set(float(est.sd[j]))
 
     def state(self) -> dict[str, Any]:
-        return model_state(self.learner, self.advisor)
+        extra = self.rightsizing.decisions() if self.rightsizing is not None else []
+        return model_state(self.learner, self.advisor, extra)
 
     # ------------------------------------------------------------------ thread
     def start(self) -> None:

@@ -23,7 +23,9 @@ Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset
 ``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
 to the best candidate in each zone, so Dissonance picks nodes inside zones and leaves the choice of zone
 to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``). The model comes from the handle service ``dissonance`` when
-present (so the feedback loop can update it), else it is built from these args.
+present (so the feedback loop can update it), else it is built from these args; a workload the loop
+learnt to suffer unlike its class suffers by its own row (``DissonanceModel.victim_row``), and what a
+pod inflicts on such pods counts by their rows (``OwnRowLoad``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.dissonance import DISSONANCE, DissonanceModel
+from harmonic.signals.dissonance_rows import OwnRowLoad
 
 ERR_REASON_LIMIT = "node(s) would slow latency-critical pods beyond the dissonance limit"
 MODEL_SERVICE = DISSONANCE.name
@@ -128,9 +131,10 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
         self._model: DissonanceModel | None = None
         self._load = ClassLoad(handle.snapshot)
+        self._own = OwnRowLoad(handle.snapshot)
         self._inv_key: tuple[int, int] | None = None
         self._inv = np.zeros(0)
-        self._weight_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._weight_cache: dict[tuple[int, int, int, object], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def model(self) -> DissonanceModel:
@@ -190,17 +194,18 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             self._inv_key = (snap.node_generation, snap.capacity)
         return self._inv
 
-    def _weights(self, model: DissonanceModel, ci: int, cpu: float) -> np.ndarray:
+    def _weights(self, model: DissonanceModel, ci: int, cpu: float, pod: Pod) -> np.ndarray:
         """[2 * classes, 2] columns for the load table: the cost per unit of node CPU (what the pod
         suffers from each class's CPU, what it inflicts on each class's pods with its ``cpu``), then
         the node's latency-critical slowdown. The parts are cached per model version."""
-        key = (id(model), model.version, ci)
+        workload, own = model.victim_row(pod, ci)
+        key = (id(model), model.version, ci, workload)
         hit = self._weight_cache.get(key)
         if hit is None:
             n = len(CLASSES)
             lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
             suffer = np.zeros((2 * n, 2))
-            suffer[:n, 0] = model.importance[ci] * model.matrix[ci]
+            suffer[:n, 0] = model.importance[ci] * own
             suffer[:n, 1] = model.matrix[lc]
             inflict = np.zeros((2 * n, 2))
             inflict[n:, 0] = model.importance * model.matrix[:, ci]
@@ -227,8 +232,11 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         rows = self._load.table.take(slots, axis=0)
         # suffered = (cpu by class . importance[c] M[c]) / alloc; inflicted = (count by class .
         # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
-        both = rows @ self._weights(model, ci, cpu)
+        both = rows @ self._weights(model, ci, cpu, pod)
         cost = both[:, 0] * inv_alloc
+        own = self._own.excess(model)
+        if own is not None:  # pods whose own learnt rows say they suffer from this class unlike theirs
+            cost += cpu * inv_alloc * own.take(slots, axis=0)[:, ci]
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
             # node gets falls from ``anticipated`` on a clean node to 0 once its predicted

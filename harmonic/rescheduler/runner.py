@@ -10,7 +10,7 @@ same either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,19 @@ def policy_nodes(policy: Policy, state: ClusterState) -> list[Node]:
     return [n for n in state.nodes if is_ready(n.raw) and sel.matches(n.labels)]
 
 
+def fits_elsewhere_on(whatif: WhatIf) -> Callable[[Pod, list[str]], bool]:
+    """The default evictor's nodeFit: whether the pod's replacement fits one of the named nodes."""
+
+    def fits_elsewhere(pod: Pod, names: list[str]) -> bool:
+        slots = np.asarray(
+            [whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64
+        )
+        ok, _ = whatif.feasible(replacement(pod), slots)
+        return len(ok) > 0
+
+    return fits_elsewhere
+
+
 def run_once(
     policy: Policy,
     state: ClusterState,
@@ -92,14 +105,7 @@ def run_once(
     whatif = WhatIf(profile, registry, state.nodes, state.pods, services=services, now=state.now)
     evicted: set[str] = set()
     registry_r = rescheduler_registry()
-
-    def fits_elsewhere(pod: Pod, names: list[str]) -> bool:
-        slots = np.asarray(
-            [whatif.snapshot.slot_of[n] for n in names if n in whatif.snapshot.slot_of], dtype=np.int64
-        )
-        ok, _ = whatif.feasible(replacement(pod), slots)
-        return len(ok) > 0
-
+    fits_elsewhere = fits_elsewhere_on(whatif)
     instances: list[tuple[str, ReschedulerPlugin]] = []
     for prof in policy.profiles:
         de = DefaultEvictor(prof.evictor_args, state, fits_elsewhere)

@@ -16,6 +16,10 @@ degradation of web-search-like services beside memory-intensive co-runners; Deli
 dominant sources, I/O and network contention mattering for I/O-bound work. They are a prior: args
 override any entry, and the feedback loop is meant to learn them from applications' own reports.
 ``importance`` says how much a class's slowdown matters when scoring (latency-critical most).
+
+A workload may suffer differently from its class (one service three times as sensitive): the feedback
+loop publishes such a workload's own learnt row in ``workload_rows``, and ``victim_row`` gives a pod
+that row instead of its class's, so the suffering part of a score follows the workload.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from harmonic.api.pod import Pod
 from harmonic.framework.services import ServiceKey
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
+from harmonic.signals.identity import WorkloadKey, workload_of
 
 LC, BC, BM, BI, BE, G = (
     WorkloadClass.LATENCY_CRITICAL,
@@ -70,7 +76,19 @@ class DissonanceModel:
             if x < 0:
                 raise ValueError(f"importance of {c!r} must be >= 0")
             self.importance[CLASS_INDEX[_cls(c)]] = x
+        #: Workloads whose own learnt row departs from their class's (set by the feedback loop).
+        self.workload_rows: dict[WorkloadKey, np.ndarray] = {}
         self.version += 1
+
+    def victim_row(self, pod: Pod, klass: int) -> tuple[WorkloadKey | None, np.ndarray]:
+        """The row a pod of class index ``klass`` suffers by, and the workload it is the row of (None
+        for its class's row)."""
+        if self.workload_rows:
+            key = workload_of(pod)
+            row = self.workload_rows.get(key)
+            if row is not None:
+                return key, row
+        return None, self.matrix[klass]
 
     def set(self, victim: str, aggressor: str, slowdown: float) -> None:
         if not 0 <= slowdown <= 100:

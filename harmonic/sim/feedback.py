@@ -18,12 +18,14 @@ measures the learned matrix against the truth's best linear fit over the same pl
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
 
 from harmonic.feedback.moves import MoveAdvisor
+from harmonic.feedback.relocate import MoveAsk
 from harmonic.framework.config import Profile
 from harmonic.plugins.dissonance import MODEL_SERVICE, DissonanceArgs
 from harmonic.plugins.dissonance import Dissonance as DissonancePlugin
@@ -33,6 +35,7 @@ from harmonic.signals.feedback.learning import InterferenceLearner, LearningConf
 from harmonic.signals.feedback.placement import PlacementView
 from harmonic.signals.feedback.prometheus import FlourishSource
 from harmonic.signals.identity import WorkloadKey
+from harmonic.sim.feedback_moves import SimMoves
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.scenario import FeedbackSpec
 from harmonic.sim.truth.config import TRUTH_CLASSES
@@ -40,6 +43,7 @@ from harmonic.sim.truth.interference import workload_matches
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
+    from harmonic.sim.rightsizing import SimRightSizing
 
 APPS_URL = "http://prometheus.apps.simulated"
 _BEST_EFFORT = TRUTH_CLASSES.index("best-effort")
@@ -64,6 +68,8 @@ class SimulatedApps(httpx.BaseTransport):
             for s in topo.services:
                 self._base[topo.workload(s)] = times.get(s, gt.service_time_ms)
         self._queries = 0
+        #: Fills each report's queueing factor and judges the SLO (``SimRightSizing.judge``), if any.
+        self.judge: Callable[[list[str], np.ndarray, np.ndarray, np.ndarray], None] | None = None
         #: pod key -> (workload, true slowdown, undisturbed cost) at the last query: the judge's view.
         self.last_truth: dict[str, tuple[str, float, float]] = {}
 
@@ -93,20 +99,25 @@ class SimulatedApps(httpx.BaseTransport):
         self._queries += 1
         rng = np.random.default_rng([w.plan.seed, self._queries, 7919])
         noise = np.maximum(1.0 + self._noise * rng.standard_normal(len(rows)), 0.05)
+        keep = t.klass[rows] != _BEST_EFFORT
+        keys = [key_of[r] for r in rows[keep].tolist()]
+        slow, noise = slow[keep], noise[keep]
+        workloads = [t.workload[r] for r in rows[keep].tolist()]
+        base = np.array([self._base.get(wl, 1.0) for wl in workloads])
+        # How near each pod's CPU use is to its request (right-sizing scenarios: sim.rightsizing).
+        factor = np.ones(len(keys))
+        if self.judge is not None:
+            self.judge(keys, slow, base, factor)
         series: list[dict[str, object]] = []
         self.last_truth = {}
-        for i, r in enumerate(rows.tolist()):
-            if t.klass[r] == _BEST_EFFORT:
-                continue
-            key = key_of[r]
-            base = self._base.get(t.workload[r], 1.0)
+        for i, key in enumerate(keys):
             sd = float(slow[i])
-            self.last_truth[key] = (t.workload[r], sd, base)
+            self.last_truth[key] = (workloads[i], sd, float(base[i]))
             ns, name = key.split("/", 1)
             series.append(
                 {
                     "metric": {"namespace": ns, "pod": name},
-                    "value": [now, repr(float(base * (1.0 + sd) * noise[i]))],
+                    "value": [now, repr(float(base[i] * (1.0 + sd) * factor[i] * noise[i]))],
                 }
             )
         return _json(200, {"status": "success", "data": {"resultType": "vector", "result": series}})
@@ -239,12 +250,20 @@ class SimFeedback:
         self.advisor = MoveAdvisor()
         self.rounds = 0
         self.no_signal = 0
+        self.rightsizing: SimRightSizing | None = None
+        self.moves = SimMoves(world, spec.moves)
 
     @property
     def model(self) -> DissonanceModel:
         return self.learner.model
 
     def start(self) -> None:
+        if self.spec.rightsizing is not None:
+            from harmonic.sim.rightsizing import SimRightSizing
+
+            # Built here, not with the loop: the world's usage truth comes after the loop's services.
+            self.rightsizing = SimRightSizing(self.world, self.spec.rightsizing)
+            self.apps.judge = self.rightsizing.judge
         self.world.after(self.spec.interval, self.tick)
 
     def tick(self) -> None:
@@ -276,7 +295,24 @@ class SimFeedback:
             )
         self.learner.observe(observations)
         self.learner.refresh()
-        self.advisor.advise(view, self.learner, now)
+        asks = [
+            (a.workload, MoveAsk(a.pod, a.describe(), nodes=frozenset(a.worth)))
+            for a in self.advisor.advise(view, self.learner, now)
+        ]
+        if self.rightsizing is not None:
+            self.rightsizing.observe(view, observations, now)
+            asks += [
+                (str(wl), MoveAsk(key, f"move {key} off {node}: its resize is Infeasible there", want))
+                for key, node, wl, want in self.rightsizing.take_infeasible()
+            ]
+        self.moves.ask(asks)
+
+    def decisions(self) -> list[tuple[str, str]]:
+        """(workload, text) of every move asked for and resize decided, in time order."""
+        out = list(self.moves.log)
+        if self.rightsizing is not None:
+            out += [(d.workload, d.explain()) for d in self.rightsizing.sizer.log]
+        return sorted(out, key=lambda e: float(e[1].split(" ", 1)[0][2:]))
 
     def metrics(self) -> dict[str, Any]:
         y = self.yardstick
@@ -307,8 +343,13 @@ class SimFeedback:
             "workload_error_initial": _mean(before),
             "workload_error_final": _mean(after),
             "workload_errors": named,
-            "resizes": None,
-            "moves": None,
+            # The workloads whose own row the Dissonance plugin reads (learning profiles only).
+            "workload_rows": sorted(str(k) for k in self.learner.model.workload_rows)
+            if self.learning
+            else [],
+            "resizes": self.rightsizing.counts["resizes"] if self.rightsizing is not None else None,
+            "rightsizing": self.rightsizing.metrics() if self.rightsizing is not None else None,
+            "moves": self.moves.metrics(),
             "move_recommendations": self.advisor.issued,
             "slo_violation_share": round(y.violations / y.reports, 6) if y.reports else None,
         }

@@ -152,17 +152,7 @@ class SimRescheduler:
 
     # ------------------------------------------------------------------ state
     def state(self) -> ClusterState:
-        w = self.world
-        now = w.clock.now()
-        pods = []
-        for key, raw in w.cluster.pods.items():
-            rec = w.records.get(key)
-            created = rec.created_at if rec is not None else now
-            meta = {**raw["metadata"], "creationTimestamp": _rfc3339(created)}
-            pods.append(parse_pod({**raw, "metadata": meta}))
-        nodes = [v for v in w.node_views.values()]
-        pdbs = [view for _, view in w.cluster.pdbs.values()]
-        return ClusterState(nodes, pods, pdbs, now=now)
+        return cluster_state(self.world)
 
     def imbalance(self) -> float:
         snap = self.world.scheduler.cache.snapshot
@@ -294,6 +284,20 @@ class SimRescheduler:
             if n and before is not None
             else None,
         }
+
+
+def cluster_state(w: World) -> ClusterState:
+    """The world as the rescheduler sees it: pods' ages counted from their creation in virtual time."""
+    now = w.clock.now()
+    pods = []
+    for key, raw in w.cluster.pods.items():
+        rec = w.records.get(key)
+        created = rec.created_at if rec is not None else now
+        meta = {**raw["metadata"], "creationTimestamp": _rfc3339(created)}
+        pods.append(parse_pod({**raw, "metadata": meta}))
+    nodes = [v for v in w.node_views.values()]
+    pdbs = [view for _, view in w.cluster.pdbs.values()]
+    return ClusterState(nodes, pods, pdbs, now=now)
 
 
 def _owned_by(world: World, key: str, uid: str) -> bool:

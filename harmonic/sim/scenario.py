@@ -403,6 +403,39 @@ class Limits(_M):
     max_samples: int = Field(default=100_000, ge=1)
 
 
+class RightSizingSpec(_M):
+    """``feedback.rightsizing``: the loop right-sizes the workloads whose pods carry an SLO
+    (``harmonic.dev/flourish-target``) every ``interval`` (docs/feedback.md, "Right-sizing"). Pods
+    annotated ``harmonic.dev/resize: auto`` are resized in place; the others get recommendations.
+    ``recommender: vpa`` runs the VPA-style baseline (usage P90 + 15%) instead, with the same
+    guardrails. The simulated applications' cost grows as a pod's CPU use nears its request (a
+    queue: docs/feedback.md), which requires ``usage:``."""
+
+    interval: Seconds = 300.0
+    recommender: Literal["harmonic", "vpa"] = "harmonic"
+    #: The right-sizer's guardrails (``RightSizingArgs``: minCpu, maxStepDown, cooldownSeconds, ...).
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _args(self) -> RightSizingSpec:
+        from harmonic.feedback.rightsizing import RightSizingArgs
+
+        if self.interval < 1:
+            raise ValueError("interval must be at least 1s")
+        RightSizingArgs.model_validate(self.args)  # raises naming the field
+        return self
+
+
+class FeedbackMovesSpec(_M):
+    """``feedback.moves``: carry the moves the loop asks for out through the rescheduler's evictor
+    (docs/feedback.md, "Moves"): at most ``maxPerRound`` evictions a feedback round, none of a pod
+    moved within ``cooldown``."""
+
+    execute: bool = True
+    max_per_round: int = Field(default=1, ge=1)
+    cooldown: Seconds = 600.0
+
+
 class FeedbackSpec(_M):
     """``feedback:``: simulated applications report how they flourish and the feedback loop learns
     from it (docs/feedback.md). Every running pod but best-effort ones reports its cost — a topology
@@ -423,6 +456,8 @@ class FeedbackSpec(_M):
     observation_noise: float = Field(default=0.5, gt=0)
     prior_spread: float = Field(default=0.5, ge=0)
     prior_floor: float = Field(default=0.1, gt=0)
+    rightsizing: RightSizingSpec | None = None
+    moves: FeedbackMovesSpec | None = None
 
     @model_validator(mode="after")
     def _interval(self) -> FeedbackSpec:
@@ -541,6 +576,8 @@ class Scenario(_M):
             )
         if self.feedback is not None and self.duration is None:
             raise ValueError("feedback needs a duration: the loop reports until the run ends")
+        if self.feedback is not None and self.feedback.rightsizing is not None and self.usage is None:
+            raise ValueError("feedback.rightsizing needs usage: pods' CPU use decides their queueing")
         if self.usage is not None and self.duration is None:
             raise ValueError(
                 "usage needs a duration (usage keeps changing, so the run never runs out of events)"

@@ -23,7 +23,9 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
 - **Subresources**: ``pods/binding`` (201; 409 when already bound or on a uid precondition mismatch;
   404 for a missing pod; the node is *not* checked, as the real server does not), ``pods/eviction``
   (policy/v1; 429 when a PodDisruptionBudget has no disruptions allowed, decrementing it otherwise;
-  PDBs are ignored for Pending, terminal or terminating pods, as upstream does), ``status`` on every
+  PDBs are ignored for Pending, terminal or terminating pods, as upstream does), ``pods/resize``
+  (Kubernetes 1.33's in-place resize with the kubelet's ``PodResizePending`` answer:
+  ``harmonic.testing.resize``), ``status`` on every
   object (PUT, or PATCH with merge or strategic-merge patches: ``conditions`` merge on ``type``).
 - **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases).
 - **Faults** (for tests): ``inject`` an HTTP status or a delay for requests matching method, path
@@ -590,6 +592,33 @@ class _State:
         self.delete(pods, ns, name, uid)
         return _success()
 
+    def resize(self, ns: str, name: str, patch: Any, kind: str) -> Obj:
+        """PATCH ``pods/<name>/resize`` (``harmonic.testing.resize``: validation and the kubelet)."""
+        from harmonic.testing.resize import ResizeInvalid, actuate, validate
+
+        pods = _BY_ID["pods"]
+        old = self.get(pods, ns, name)
+        if not isinstance(patch, dict):
+            raise ApiError(400, "BadRequest", "patch body must be a JSON object")
+        fn = strategic_merge_patch if kind == "strategic" else merge_patch
+        new = copy.deepcopy(fn(old, {"spec": patch.get("spec") or {}}))
+        try:
+            validate(old, new)
+        except ResizeInvalid as e:
+            raise ApiError(422, "Invalid", f'Pod "{name}" is invalid: {e}') from None
+        node_name = old["spec"]["nodeName"]
+        node = self.objects[_BY_ID["nodes"].id].get(node_name)
+        others = [
+            p
+            for k, p in self.objects[pods.id].items()
+            if k != self.key(ns, name)
+            and (p.get("spec") or {}).get("nodeName") == node_name
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        new = actuate(new, old, node, others)
+        new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+        return self._commit(pods, old, new) or new
+
     # ------------------------------------------------------------------ lists and watches
     def list(self, rt: ResourceType, ns: str | None, fields: str, limit: int, cont: str) -> Obj:
         reqs = parse_field_selector(fields)
@@ -834,6 +863,11 @@ class _App:
         elif route.sub == "binding" and rt.id == "pods" and request.method == "POST":
             assert route.namespace is not None
             return _json(st.bind(route.namespace, name, await _body(request), agent), 201)
+        elif route.sub == "resize" and rt.id == "pods" and request.method == "PATCH":
+            assert route.namespace is not None
+            return _json(st.resize(route.namespace, name, await _body(request), _patch_kind(request)))
+        elif route.sub == "resize" and rt.id == "pods" and request.method == "GET":
+            return _json(st.get(rt, route.namespace, name))
         elif route.sub == "eviction" and rt.id == "pods" and request.method == "POST":
             assert route.namespace is not None
             return _json(st.evict(route.namespace, name, await _body(request)), 201)

@@ -105,3 +105,114 @@ def test_without_feedback_options_the_endpoint_is_absent(api: ApiServerDouble, t
         proc.communicate(timeout=20)
     finally:
         proc.kill()
+
+
+def _service_pod(name: str, cpu: str, annotations: dict[str, str]) -> dict:
+    obj = (
+        pod(name)
+        .label("app", name.rsplit("-", 1)[0])
+        .label("pod-template-hash", "5d8f7")
+        .owner("ReplicaSet", f"{name.rsplit('-', 1)[0]}-5d8f7")
+        .req(cpu=cpu, memory="2Gi")
+        .node("n0")
+        .obj()
+    )
+    obj["metadata"]["annotations"] = annotations
+    obj["status"] = {
+        "phase": "Running",
+        "containerStatuses": [{"name": obj["spec"]["containers"][0]["name"], "restartCount": 0}],
+    }
+    return obj
+
+
+def test_rightsizing_resizes_opted_in_pods_and_annotates_the_others(api: ApiServerDouble, tmp_path: Path):
+    slo = {"harmonic.dev/flourish-target": "2"}
+    api.create("nodes", node("n0").cap(cpu="16", memory="64Gi", pods=110).obj())
+    api.create_many(
+        "pods",
+        [
+            _service_pod("api-0", "6", {**slo, "harmonic.dev/resize": "auto"}),
+            _service_pod("api-1", "6", {**slo, "harmonic.dev/resize": "auto"}),
+            _service_pod("db-0", "4", slo),
+        ],
+    )
+    api.create("metrics.k8s.io/nodes", {"metadata": {"name": "n0"}, "usage": {"cpu": "3", "memory": "2Gi"}})
+    for name in ("api-0", "api-1", "db-0"):
+        usage = {"cpu": "1", "memory": "500Mi"}
+        api.create("metrics.k8s.io/pods", {"metadata": {"name": name, "namespace": "default"}, "containers": [{"name": "c", "usage": usage}]})  # fmt: skip
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    guardrails = tmp_path / "rightsizing.yaml"
+    guardrails.write_text("cooldownSeconds: 0\nminReports: 2\n")
+    port = _free_port()
+    proc = harmonic_run(
+        run_config(api, tmp_path, DISSONANCE),
+        "a",
+        port,
+        "--feedback-token-file",
+        str(token),
+        "--feedback-interval",
+        "1",
+        "--feedback-rightsizing",
+        "--feedback-rightsizing-interval",
+        "2",
+        "--feedback-rightsizing-args",
+        str(guardrails),
+    )
+    url = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def cpu_of(name: str) -> str:
+        got = api.get("pods", name, "default")
+        assert got is not None
+        return str(got["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+
+    def resized() -> bool:
+        for name in ("api-0", "api-1", "db-0"):
+            report = {"namespace": "default", "pod": name, "metric": "latency", "value": 1.0}
+            httpx.post(f"{url}/v1/feedback", json=report, headers=auth, timeout=5)
+        db = api.get("pods", "db-0", "default") or {}
+        annotated = "harmonic.dev/recommendation" in (db.get("metadata", {}).get("annotations") or {})
+        return cpu_of("api-0") != "6" and cpu_of("api-1") != "6" and annotated
+
+    try:
+        _wait_serving(url)
+        wait_until(resized, timeout=60, what="a right-sizing round carried out")
+        explained = CliRunner().invoke(main, ["model", url, "--explain", "default/api"])
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    # the opted-in pods were resized in place, through the subresource, by the right-sizer's first cut
+    assert cpu_of("api-0") == "4200m"
+    assert api.stats().requests["patch pods/resize"] >= 2
+    got = api.get("pods", "api-0", "default")
+    assert (
+        got is not None and got["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] == "4200m"
+    )
+    # the other one only got the recommendation: never both
+    db = api.get("pods", "db-0", "default")
+    assert db is not None and cpu_of("db-0") == "4"
+    rec = json.loads(db["metadata"]["annotations"]["harmonic.dev/recommendation"])
+    assert rec["containerRecommendations"][0]["target"]["cpu"]
+    assert explained.exit_code == 0 and "cut: P95 cost" in explained.output and "resized" in explained.output
+
+
+def test_bad_rightsizing_args_name_the_file_and_field(api: ApiServerDouble, tmp_path: Path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    bad = tmp_path / "rs.yaml"
+    bad.write_text("maxStepDown: 3\n")
+    proc = harmonic_run(
+        run_config(api, tmp_path, DISSONANCE),
+        "a",
+        0,
+        "--feedback-token-file",
+        str(token),
+        "--feedback-rightsizing",
+        "--feedback-rightsizing-args",
+        str(bad),
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"{bad}: maxStepDown" in err and "Traceback" not in err

@@ -42,3 +42,18 @@ def test_an_unreachable_scheduler_is_an_error_not_a_traceback():
         port = s.getsockname()[1]
     r = CliRunner().invoke(main, ["model", f"http://127.0.0.1:{port}"])
     assert r.exit_code == 1 and f"http://127.0.0.1:{port}/debug/model" in r.output
+
+
+def test_explain_lists_the_resizes_with_their_reasons(tmp_path: Path) -> None:
+    import yaml
+
+    from tests.sim.test_rightsizing import AUTO, _scenario, _service
+
+    sc = _scenario(_service("api", 2, "12", AUTO))
+    sc["duration"] = "30m"
+    path = tmp_path / "rs.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    r = CliRunner().invoke(main, ["model", "--scenario", str(path), "--explain", "svc/api"])
+    assert r.exit_code == 0, r.output
+    decisions = r.output.split("decisions", 1)[1]
+    assert "resize: cpu 12000m -> 8400m" in decisions and "cut: P95 cost" in decisions

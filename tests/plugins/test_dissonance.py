@@ -182,3 +182,59 @@ def test_a_dissonance_rejection_never_makes_preemption_evict():
     h.settle(30)
     assert h.placement() == {"default/web-1": "n1"}
     assert "dissonance limit" in (h.failure("job-9") or "")
+
+
+def test_a_workload_with_its_own_learnt_row_suffers_by_it():
+    # the feedback loop learnt that workload `api` is indifferent to batch-cpu (its class is not):
+    # n1 then costs only what it inflicts, as with the class matrix overridden; others keep the class's
+    from harmonic.signals.classes import CLASS_INDEX, WorkloadClass
+    from harmonic.signals.dissonance import DissonanceModel
+    from harmonic.signals.identity import workload_of
+
+    plugin, p, snap, _, slots = _run(INCOMING_LC, {"expectedBatchShare": 0})
+    model = DissonanceModel()
+    plugin._model = model
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [75, 95, 100]
+    row = model.matrix[CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]].copy()
+    row[CLASS_INDEX[WorkloadClass.BATCH_CPU]] = 0.0
+    model.workload_rows = {workload_of(p): row}
+    model.version += 1
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [100, 95, 100]
+    other = build(
+        {
+            "plugin": "Dissonance",
+            "pod": pod("db-1").owner("ReplicaSet", "db").req(cpu="1").obj(),
+            "nodes": NODES,
+        }
+    )[1]
+    plugin.pre_score(state, other, snap, slots)
+    assert plugin.score(state, other, snap, slots).tolist() == [75, 95, 100]
+
+
+def test_what_a_pod_inflicts_counts_by_the_victims_own_rows():
+    # web-1 (LC, on n2) was learnt to suffer batch-cpu at 1.5 where its class says 0.5: an incoming
+    # batch-cpu pod (share .25) inflicts .25 * 1 * (1.5 - .5) = .25 more on n2 -> 25 points off its 76
+    from harmonic.api.pod import parse_pod
+    from harmonic.signals.classes import CLASS_INDEX, WorkloadClass
+    from harmonic.signals.dissonance import DissonanceModel
+    from harmonic.signals.identity import workload_of
+
+    plugin, p, snap, _, slots = _run(INCOMING_BATCH)
+    model = DissonanceModel()
+    plugin._model = model
+    lc, bc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL], CLASS_INDEX[WorkloadClass.BATCH_CPU]
+    row = model.matrix[lc].copy()
+    row[bc] = 1.5
+    model.workload_rows = {workload_of(parse_pod(SERVICE_ON_N2)): row}
+    model.version += 1
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [97, 51, 88]
+    # the row gone, the class matrix again
+    model.workload_rows = {}
+    model.version += 1
+    plugin.pre_score(state, p, snap, slots)
+    assert plugin.score(state, p, snap, slots).tolist() == [97, 76, 88]

@@ -19,6 +19,11 @@ Per class: the reports of every workload of class *c*, each divided by its workl
 as its mean. Its posterior mean is the learned row that ``DissonanceModel`` (the ``dissonance`` handle
 service the Dissonance plugin reads) takes, its standard deviation the confidence ``harmonic model``
 prints. Entries no report informs stay at the prior exactly.
+
+Per workload, published: a workload with at least ``MIN_OWN_REPORTS`` reports whose own row departs
+from its class's learnt row by more than ``OWN_ROW_SIGMAS`` of its own standard deviation on some entry
+gets that row in ``DissonanceModel.workload_rows``, which the plugin reads for what the workload
+suffers. The others follow their class: a row no more certain than its class's would only add noise.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ _INTERCEPT_SD = 0.5
 _MAX_SLOWDOWN = 100.0
 #: Reports kept per workload for explanations (``harmonic model --explain``).
 RECENT = 20
+#: A workload's own row is published once it has this many reports and departs from its class's row by
+#: this many of its standard deviations on some entry.
+MIN_OWN_REPORTS = 30
+OWN_ROW_SIGMAS = 2.0
 
 
 @dataclass(frozen=True)
@@ -186,6 +195,16 @@ class InterferenceLearner:
         classes = sorted({wm.klass for wm in self.workloads.values() if wm.stats.n})
         for c in classes:
             self.model.matrix[c] = self.class_estimate(c).mean
+        own: dict[WorkloadKey, np.ndarray] = {}
+        for key, wm in list(self.workloads.items()):
+            if wm.stats.n < MIN_OWN_REPORTS:
+                continue
+            est = self.workload_estimate(key)
+            assert est is not None
+            if (np.abs(est.mean - self.model.matrix[wm.klass]) > OWN_ROW_SIGMAS * est.sd).any():
+                own[key] = est.mean
+        # Replaced whole, never edited in place: the scheduler may be reading the old dict.
+        self.model.workload_rows = own
         if classes:
             self.model.version += 1
         return self.model

@@ -96,6 +96,27 @@ def test_a_workload_three_times_as_sensitive_as_its_class_gets_its_own_row():
     assert 1.0 < learner.class_estimate(LC).mean[BM] < 3.0
 
 
+def test_only_rows_departing_from_their_class_are_published_for_the_plugin():
+    rng = np.random.default_rng(5)
+    learner = InterferenceLearner(DissonanceModel())
+    class_row = {BC: 0.5, BM: 1.0}
+    for name in ("a", "b", "c", "d"):
+        learner.observe(reports(rng, 500, class_row, workload=name, base=5.0))
+    learner.observe(reports(rng, 20, {k: 3 * v for k, v in class_row.items()}, workload="new"))
+    learner.observe(reports(rng, 500, {k: 3 * v for k, v in class_row.items()}, workload="touchy"))
+    model = learner.refresh()
+    # the touchy workload's row, certain and unlike its class's, reaches the plugin; one with too few
+    # reports to say follows its class
+    rows = model.workload_rows
+    assert WorkloadKey("shop", "touchy") in rows and WorkloadKey("shop", "new") not in rows
+    assert rows[WorkloadKey("shop", "touchy")][BM] == pytest.approx(3.0, rel=0.15)
+    # the class row pools the touchy one in; calm workloads that depart from it far enough get their own
+    for key, row in rows.items():
+        if key.name != "touchy":
+            assert row[BM] == pytest.approx(1.0, rel=0.15)
+            assert abs(model.matrix[LC, BM] - row[BM]) > 0.3
+
+
 def test_refresh_publishes_into_the_model_the_plugin_reads():
     learner = InterferenceLearner(DissonanceModel(overrides={"latency-critical": {"batch-cpu": 0.3}}))
     model = learner.model

@@ -1,0 +1,92 @@
+"""Right-sizing against the VPA-style baseline (docs/feedback.md, "Right-sizing: measured").
+
+Runs examples/feedback/rightsizing.yaml (three services asking 3x the smallest CPU request that keeps
+their SLO) over seeds under the bundled `harmonic` profile, once with Harmonic's SLO-aware right-sizer
+and once with the VPA-style recommender (P90 of a decaying usage histogram + 15%, same guardrails), and
+prints mean ± 95% CI over the seeds of
+
+- per service: adjustment rounds until the request is within 20% of the smallest SLO-keeping request
+  (the truth's), the final request over that smallest one, and the share of its reports that broke the
+  SLO (the truth's, noise-free) — against the share under the original requests at the same moments;
+- across the services: slack (CPU requested minus used, over requested) in the first round and over
+  the last 30 minutes, and the SLO violation share.
+
+    python benchmarks/rightsizing.py                 # seeds 1-10, --jobs 2
+    python benchmarks/rightsizing.py --seeds 1-3 --jobs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harmonic.sim.stats import interval
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "examples" / "feedback" / "rightsizing.yaml"
+PROFILE = "harmonic"
+
+
+def _pm(values: list[float], digits: int = 3) -> str:
+    if not values:
+        return "n/a"
+    iv = interval(values)
+    hw = f" ± {iv.half_width:.{digits}f}" if iv.half_width is not None else ""
+    return f"{iv.mean:.{digits}f}{hw}"
+
+
+def _blocks(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [run["profiles"][PROFILE]["feedback"]["rightsizing"] for run in doc["runs"].values()]
+
+
+def report(name: str, doc: Mapping[str, Any]) -> None:
+    blocks = _blocks(doc)
+    print(f"== {name} ({len(blocks)} seeds, profile {PROFILE})")
+    for wl in sorted(blocks[0]["workloads"]):
+        rows = [b["workloads"][wl] for b in blocks]
+        reach = [float(r["rounds_to_within_20pct"]) for r in rows if r["rounds_to_within_20pct"] is not None]
+        never = sum(r["rounds_to_within_20pct"] is None for r in rows)
+        print(
+            f"  {wl}: rounds to within 20% {_pm(reach, 1)} (never: {never}); final / smallest SLO-keeping "
+            f"request {_pm([r['final_over_smallest'] for r in rows])}; SLO violations "
+            f"{_pm([r['violation_share'] for r in rows])} (original requests "
+            f"{_pm([r['violation_share_original'] for r in rows])})"
+        )
+    print(
+        f"  slack first round {_pm([b['slack_initial'] for b in blocks])} -> last 30 min "
+        f"{_pm([b['slack_final'] for b in blocks])} (at the smallest SLO-keeping requests: "
+        f"{_pm([b['slack_at_smallest'] for b in blocks])})"
+    )
+    print(
+        f"  SLO violations {_pm([b['violation_share'] for b in blocks])} (original requests "
+        f"{_pm([b['violation_share_original'] for b in blocks])}); resizes "
+        f"{_pm([float(b['resizes']) for b in blocks], 1)}, reverts {_pm([float(b['reverts']) for b in blocks], 1)}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="1-10")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    from harmonic.plugins.registry import default_registry
+    from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep
+
+    doc = yaml.safe_load(SCENARIO.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        for recommender in ("harmonic", "vpa"):
+            doc["feedback"]["rightsizing"]["recommender"] = recommender
+            path = Path(tmp) / f"rightsizing-{recommender}.yaml"
+            path.write_text(yaml.safe_dump(doc))
+            plans, runs = prepare_sweep(path, [], default_registry(), parse_seeds(args.seeds))
+            runs = [r for r in runs if r.name == PROFILE]
+            report(f"recommender {recommender}", sweep(plans, runs, LocalExecutor(jobs=args.jobs)))
+
+
+if __name__ == "__main__":
+    main()
