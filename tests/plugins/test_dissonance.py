@@ -182,3 +182,86 @@ def test_a_dissonance_rejection_never_makes_preemption_evict():
     h.settle(30)
     assert h.placement() == {"default/web-1": "n1"}
     assert "dissonance limit" in (h.failure("job-9") or "")
+
+
+# ------------------------------------------------------------------ load weighting (mesh telemetry)
+class _Graph:
+    """The ``affinity_graph`` service, fed calls/s into each workload of namespace ``shop``."""
+
+    def __init__(self, inbound: dict[str, float]) -> None:
+        from harmonic.signals.graph import AffinityGraph
+        from harmonic.signals.identity import WorkloadKey
+        from harmonic.signals.telemetry import TrafficSample
+
+        self.graph = AffinityGraph()
+        self.graph.observe(
+            [
+                TrafficSample(WorkloadKey("shop", "frontend"), WorkloadKey("shop", w), r)
+                for w, r in inbound.items()
+            ],
+            now=0,
+        )
+
+    @property
+    def view(self):
+        return self.graph.view
+
+
+def _replica(workload: str, cpu: str = "1", node_name: str | None = None):
+    b = pod(f"{workload}-h1-{node_name or 'x'}").ns("shop").owner("ReplicaSet", f"{workload}-h1")
+    b.label("pod-template-hash", "h1").req(cpu=cpu)
+    if node_name:
+        b.node(node_name)
+    return b.obj()
+
+
+def _weighted_scores(incoming, existing, inbound, weighting):
+    plugin, p, snap, names = build(
+        {
+            "plugin": "Dissonance",
+            "args": {"zoneNeutral": False, "loadWeighting": weighting},
+            "pod": incoming,
+            "nodes": NODES,
+            "existingPods": existing,
+            "services": {"affinity_graph": _Graph(inbound)},
+        }
+    )
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    assert plugin.pre_score(state, p, snap, slots) is None
+    return dict(zip(names, plugin.score(state, p, snap, slots).tolist(), strict=True))
+
+
+def test_load_weighting_off_leaves_scores_as_the_formula_gives():
+    # Same nodes and pods as test_scores' LC row, with telemetry present but weighting 0.
+    existing = [BATCH_ON_N1, _replica("web", node_name="n2")]
+    scores = _weighted_scores(_replica("api"), existing, {"web": 10.0, "api": 40.0}, 0.0)
+    assert scores == {"n1": 65, "n2": 85, "n3": 70}
+
+
+def test_a_busy_latency_critical_pod_weighs_its_own_harm_more():
+    # web: 10 calls/s on 1 replica of 1 core -> intensity 10, the only known workload, so the
+    # reference (median) is 10 and web weighs 1. The incoming api replica would take 40 calls/s
+    # alone: 40/10 = 4 (the cap). Costs, from test_scores' terms: n1 suffers .25*4 = 1, inflicts
+    # .003125, exposure 4*.25*.4 = .4 -> 1.403 -> 0; n2 suffers .025*4 = .1, inflicts .025,
+    # exposure ((1+4)*.5 - 1*.75)*.4 = .7 -> .825 -> 18; n3 exposure 4*.75*.4 = 1.2 -> 0.
+    existing = [BATCH_ON_N1, _replica("web", node_name="n2")]
+    scores = _weighted_scores(_replica("api"), existing, {"web": 10.0, "api": 40.0}, 1.0)
+    assert scores == {"n1": 0, "n2": 18, "n3": 0}
+
+
+def test_batch_keeps_further_from_busy_replicas_than_from_idle_ones():
+    # hot on n1 and cold on n2, each 1 core: symmetric for the class model, so equal scores without
+    # weighting; with it, batch would slow hot (40 calls/s) more than cold (10 calls/s).
+    existing = [_replica("hot", node_name="n1"), _replica("cold", node_name="n2")]
+    inbound = {"hot": 40.0, "cold": 10.0}
+    flat = _weighted_scores(INCOMING_BATCH, existing, inbound, 0.0)
+    assert flat["n1"] == flat["n2"]
+    weighted = _weighted_scores(INCOMING_BATCH, existing, inbound, 1.0)
+    assert weighted["n1"] < flat["n1"] < weighted["n2"]
+    assert weighted["n3"] == flat["n3"]
+
+
+def test_without_telemetry_load_weighting_changes_nothing():
+    existing = [BATCH_ON_N1, _replica("web", node_name="n2")]
+    assert _weighted_scores(_replica("api"), existing, {}, 2.0) == {"n1": 65, "n2": 85, "n3": 70}
