@@ -22,16 +22,8 @@ Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset
 (0..1, 0.5), ``costScale`` (1.0), ``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
 ``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
 to the best candidate in each zone, so Dissonance picks nodes inside zones and leaves the choice of zone
-to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``), ``loadWeighting`` (0..4, default 0 = off: every
-latency-critical pod counts the same). The model comes from the handle service ``dissonance`` when
+to spreading), ``zoneLabel`` (``topology.kubernetes.io/zone``). The model comes from the handle service ``dissonance`` when
 present (so the feedback loop can update it), else it is built from these args.
-
-Load weighting: a replica's queueing delay grows with its utilisation, so the same slowdown costs a busy
-replica far more than an idle one. With ``loadWeighting`` k > 0 and the ``affinity_graph`` service
-(service-mesh telemetry) present, each latency-critical workload weighs ``(intensity / median)^k``,
-clipped to 1/4..4, where intensity is the requests/s it receives per replica per requested core (at least
-one); a latency-critical pod's own costs and its kind's counts ``N``, exposure included, use these weights.
-Workloads telemetry does not know, and every workload before telemetry arrives, weigh 1.
 """
 
 from __future__ import annotations
@@ -52,14 +44,9 @@ from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass, classify
 from harmonic.signals.dissonance import DissonanceModel
-from harmonic.signals.graph import GraphView
-from harmonic.signals.identity import workload_id
 
 ERR_REASON_LIMIT = "node(s) would slow latency-critical pods beyond the dissonance limit"
 MODEL_SERVICE = "dissonance"
-GRAPH_SERVICE = "affinity_graph"
-#: Bounds of a latency-critical workload's load weight: telemetry may rank replicas, not silence one.
-_LOAD_WEIGHT_MIN, _LOAD_WEIGHT_MAX = 0.25, 4.0
 _PRESCORE_KEY = "PreScoreDissonance"
 #: Costs are fractions; scores are integers, so keep this much resolution.
 _RESOLUTION = 10_000
@@ -75,7 +62,6 @@ class DissonanceArgs(PluginArgs):
     importance: dict[str, float] = Field(default_factory=dict)
     zone_neutral: bool = True
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
-    load_weighting: float = Field(default=0.0, ge=0, le=4)
 
     @field_validator("matrix")
     @classmethod
@@ -128,84 +114,6 @@ class ClassLoad:
         self._grow(snap.capacity)
 
 
-class LatencyCriticalReplicas:
-    """Per node slot, the replicas of each latency-critical workload running there (one column per
-    workload), with each workload's total and CPU request, so a cycle can weigh a node's
-    latency-critical pods by how busy their workloads are."""
-
-    def __init__(self, snap: Snapshot) -> None:
-        self.column: dict[int, int] = {}
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.table = np.zeros((snap.capacity, 0), dtype=np.float64)
-        self.replicas = np.zeros(0, dtype=np.float64)
-        self.cpu = np.zeros(0, dtype=np.float64)
-        for slot, pod in snap.all_pods():
-            self.pod_added(snap, slot, pod)
-        snap.listeners.append(self)
-
-    def _col(self, snap: Snapshot, pod: Pod) -> int:
-        wid = workload_id(pod)
-        col = self.column.get(wid)
-        if col is None:
-            col = self.column[wid] = len(self.ids)
-            self.ids = np.append(self.ids, wid)
-            self.table = np.pad(self.table, ((0, 0), (0, 1)))
-            self.replicas = np.append(self.replicas, 0.0)
-            self.cpu = np.append(self.cpu, 0.0)
-        extra = snap.capacity - len(self.table)
-        if extra > 0:
-            self.table = np.pad(self.table, ((0, extra), (0, 0)))
-        return col
-
-    def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
-        if classify(pod) is not WorkloadClass.LATENCY_CRITICAL:
-            return
-        col = self._col(snap, pod)
-        self.table[slot, col] += 1
-        self.replicas[col] += 1
-        self.cpu[col] = _cpu(pod)
-
-    def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
-        if classify(pod) is not WorkloadClass.LATENCY_CRITICAL:
-            return
-        col = self._col(snap, pod)
-        self.table[slot, col] -= 1
-        self.replicas[col] -= 1
-
-    def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
-        extra = snap.capacity - len(self.table)
-        if extra > 0:
-            self.table = np.pad(self.table, ((0, extra), (0, 0)))
-
-    def load_weights(self, view: GraphView, exponent: float, pod: Pod | None) -> tuple[np.ndarray, float]:
-        """(weight per workload column, the incoming pod's weight): each latency-critical workload's
-        requests/s per replica per requested core (at least one core: a small request bursts into
-        idle CPU), relative to the median over the workloads telemetry knows, to ``exponent``. A
-        replica's queueing delay grows with its utilisation, so the same slowdown costs a busy replica
-        far more than an idle one. Workloads telemetry does not know weigh 1."""
-        rate = np.fromiter(
-            (view.inbound.get(int(i), 0.0) for i in self.ids), dtype=np.float64, count=len(self.ids)
-        )
-        cores = np.maximum(self.cpu / 1000.0, 1.0)
-        intensity = rate / np.maximum(self.replicas, 1.0) / cores
-        known = intensity > 0
-        weights = np.ones(len(self.ids))
-        mine = 1.0
-        if not known.any():
-            return weights, mine
-        ref = float(np.median(intensity[known]))
-        weights[known] = np.clip((intensity[known] / ref) ** exponent, _LOAD_WEIGHT_MIN, _LOAD_WEIGHT_MAX)
-        if pod is not None:
-            wid = workload_id(pod)
-            own = view.inbound.get(wid, 0.0)
-            if own > 0:
-                col = self.column.get(wid)
-                n = self.replicas[col] + 1.0 if col is not None else 1.0
-                per = own / n / max(_cpu(pod) / 1000.0, 1.0)
-                mine = float(np.clip((per / ref) ** exponent, _LOAD_WEIGHT_MIN, _LOAD_WEIGHT_MAX))
-        return weights, mine
-
-
 class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "Dissonance"
     Args: ClassVar[type[PluginArgs]] = DissonanceArgs
@@ -216,7 +124,6 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         self._own_model = DissonanceModel(overrides=args.matrix, importance=args.importance)
         self._model: DissonanceModel | None = None
         self._load = ClassLoad(handle.snapshot)
-        self._lc_replicas = LatencyCriticalReplicas(handle.snapshot) if args.load_weighting > 0 else None
         self._inv_key: tuple[int, int] | None = None
         self._inv = np.zeros(0)
         self._weight_cache: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -232,13 +139,6 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             except KeyError:
                 self._model = self._own_model
         return self._model
-
-    def _graph(self) -> GraphView | None:
-        try:
-            view: GraphView = self.handle.service(GRAPH_SERVICE).view
-        except KeyError:
-            return None
-        return view
 
     @property
     def node_local(self) -> bool:
@@ -327,23 +227,6 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
         # importance * M[:, c]) * pod cpu / alloc; column 1 is the node's latency-critical slowdown.
         both = rows @ self._weights(model, ci, cpu)
         cost = both[:, 0] * inv_alloc
-        n_lc = rows[:, len(CLASSES) + lc]
-        weighted_lc, mine = n_lc, 1.0
-        tracker = self._lc_replicas
-        view = self._graph() if tracker is not None else None
-        if tracker is not None and view is not None and view.inbound:
-            # Latency-critical neighbours count by how busy their workloads are, and so does this
-            # pod if it is one: the harm a placement does or suffers is weighed by the queueing it
-            # adds, which busy replicas feel most.
-            col_weights, mine = tracker.load_weights(view, self.cfg.load_weighting, pod if ci == lc else None)
-            weighted_lc = tracker.table.take(slots, axis=0) @ col_weights
-            cost += (weighted_lc - n_lc) * (cpu * model.importance[lc] * model.matrix[lc, ci]) * inv_alloc
-            if ci == lc:
-                cost += (
-                    (mine - 1.0)
-                    * (rows[:, : len(CLASSES)] @ (model.importance[lc] * model.matrix[lc]))
-                    * inv_alloc
-                )
         if ci != lc and self.cfg.anticipated_latency_critical > 0:
             # Latency-critical pods still to come will pick the cleanest nodes; the expected number a
             # node gets falls from ``anticipated`` on a clean node to 0 once its predicted
@@ -359,10 +242,11 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             # the node is exposed to it; placing this pod adds one more exposed pod and takes its
             # CPU out of the room. Filling a node with latency-critical pods thus shelters those
             # already there, and whole nodes stay free for batch.
+            n_lc = rows[:, len(CLASSES) + lc]
             free_before = 1.0 - snap.requested[slots, CPU_COL] * inv_alloc
             np.clip(free_before, 0.0, 1.0, out=free_before)
             free_after = np.maximum(free_before - cpu * inv_alloc, 0.0)
-            exposure = (weighted_lc + mine) * free_after - weighted_lc * free_before
+            exposure = (n_lc + 1.0) * free_after - n_lc * free_before
             batch_harm = model.importance[lc] * self.cfg.expected_batch_share * self._batch_slowdown(model)
             cost += exposure * batch_harm
         # Scores on an absolute scale, not relative to the best candidate, so small differences stay

@@ -51,9 +51,6 @@ class GraphView:
 
     version: int
     peers: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    #: Requests/s each workload receives (the decayed rates of the edges into it), for plugins that
-    #: weigh a workload by how busy it is rather than by whom it talks to.
-    inbound: dict[int, float] = field(default_factory=dict)
 
     def neighbour_ids(self, workload_id: int) -> tuple[np.ndarray, np.ndarray]:
         return self.peers.get(workload_id, (_NO_IDS, _EMPTY))
@@ -138,11 +135,7 @@ class AffinityGraph:
                 np.asarray([WORKLOAD_IDS.id_of(k) for k in order], dtype=np.int64),
                 np.asarray([nb[k] for k in order], dtype=np.float64),
             )
-        inbound: dict[int, float] = {}
-        for (_, dst), e in self._edges.items():
-            key = WORKLOAD_IDS.id_of(dst)
-            inbound[key] = inbound.get(key, 0.0) + e.requests
-        self._view = GraphView(self.version, peers, inbound)
+        self._view = GraphView(self.version, peers)
         GRAPH_EDGES.set(len(self._edges))
         GRAPH_VERSION.set(self.version)
 
