@@ -155,8 +155,9 @@ def test_routing_modes(name, existing, routing, expected):
     ("balance", "expected"),
     [
         # frontend already runs on n1 (zone a); zone b and the unzoned n4 hold none, so zone a gets no
-        # pull; n3: cart 1/1 of zone b -> .25, zone .25 -> 25 -> 100.
-        (True, {"n1": 0, "n2": 0, "n3": 100, "n4": 0}),
+        # pull; n3: cart 1/1 of zone b -> .25, zone .25 -> 25 -> 100; n4, in a least-populated zone,
+        # gets the floor of 1 -> 4.
+        (True, {"n1": 0, "n2": 0, "n3": 100, "n4": 4}),
         # Without the guard zone a pulls n2 (zone share .25 -> 8, normalised 32); n1 is still
         # excluded until the workload runs on two nodes.
         (False, {"n1": 0, "n2": 32, "n3": 100, "n4": 0}),
@@ -165,6 +166,19 @@ def test_routing_modes(name, existing, routing, expected):
 def test_zone_balance_keeps_replicas_spread_over_zones(balance, expected):
     existing = [replica("cart", 0, "n1"), replica("cart", 1, "n3"), replica("frontend", 0, "n1")]
     assert _scores(existing, {"zoneBalance": balance, "cohortLabel": ""}) == expected
+
+
+def test_zone_balance_spreads_a_workload_traffic_says_nothing_about():
+    # db has no peers in the graph and no cohort; its one replica runs on n1 (zone a). Traffic gives
+    # no pull anywhere, so the least-populated zones (b, and the unzoned n4) get the floor of 1,
+    # normalised to 100: the next replica goes to another zone rather than wherever other scores
+    # would stack it. Without the guard the workload is drawn to its own replica: n1 is excluded until
+    # it runs on two nodes, n2 shares its zone -> 100.
+    existing = [replica("db", 0, "n1"), replica("frontend", 0, "n2")]
+    balanced = _scores(existing, {"cohortLabel": ""}, incoming=replica("db", 1))
+    assert balanced == {"n1": 0, "n2": 0, "n3": 100, "n4": 100}
+    unguarded = _scores(existing, {"zoneBalance": False, "cohortLabel": ""}, incoming=replica("db", 1))
+    assert unguarded == {"n1": 0, "n2": 100, "n3": 0, "n4": 0}
 
 
 @pytest.mark.parametrize(

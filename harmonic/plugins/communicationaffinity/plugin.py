@@ -17,8 +17,9 @@ Under zone-preferring routing this builds *zonal cells*: every zone keeps replic
 services, and inside a zone chatty peers share nodes.
 
 It never trades availability for locality: a zone already holding more of the workload's replicas
-than its least-populated candidate zone gets no pull (``zoneBalance``), so the workload spreads over
-zones as kube-scheduler's default spreading would; while a workload runs on fewer than
+than its least-populated candidate zone gets no pull, and the least-populated zones always get some
+(``zoneBalance``), so the workload spreads over zones at least as kube-scheduler's default spreading
+would; while a workload runs on fewer than
 ``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull;
 nodes holding ``maxReplicasPerNode`` of its replicas score 0; filters are never overridden.
 
@@ -213,7 +214,12 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
                 own_zone, weights=np.fromiter(own.values(), dtype=np.float64, count=len(own)), minlength=zones
             )
             here = mine[cand_zone]
-            raw[here > here.min()] = 0
+            least = here == here.min()
+            raw[~least] = 0
+            # And a pull into the least-populated zones even where traffic gives none (a workload
+            # without peers, or peers only elsewhere): replicas keep spreading over zones when the
+            # other scores would stack them, so one zone's outage never takes them all.
+            np.maximum(raw, least.astype(np.int64), out=raw)
         state.write(_PRESCORE_KEY, raw)
         return None
 
