@@ -117,10 +117,12 @@ class MissingServiceError(ValueError):
 @dataclass(frozen=True)
 class Need:
     """A service a plugin reads. ``without``: what the plugin does when it is absent (a degraded mode,
-    logged once); ``None`` when it cannot work without it (the profile is refused)."""
+    logged once); ``None`` when it cannot work without it (the profile is refused). ``optional``: the
+    absence is an ordinary configuration, not a degradation (logged at info, not as a warning)."""
 
     key: ServiceKey[Any]
     without: str | None = None
+    optional: bool = False
 
 
 #: What preemption (DefaultPreemption, CapacityScheduling's reclaiming) reads.
@@ -179,7 +181,8 @@ def check_needs(
                 )
             if (plugin, need.key.name) not in _logged:
                 _logged.add((plugin, need.key.name))
-                log.warning(
+                log.log(
+                    logging.INFO if need.optional else logging.WARNING,
                     "profile %s: plugin %s runs without the %r service (%s): %s",
                     profile_name,
                     plugin,

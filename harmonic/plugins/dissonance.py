@@ -122,7 +122,11 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "Dissonance"
     Args: ClassVar[type[PluginArgs]] = DissonanceArgs
     NEEDS: ClassVar[tuple[Need, ...]] = (
-        Need(DISSONANCE, "uses the model its args give (matrix, importance); no feedback updates it"),
+        Need(
+            DISSONANCE,
+            "uses the model its args give (matrix, importance); no feedback updates it",
+            optional=True,
+        ),
     )
 
     def __init__(self, args: Any, handle: Any) -> None:

@@ -135,3 +135,22 @@ def test_a_load_aware_plugin_without_usage_logs_that_it_scores_from_requests(
         f"profile load: plugin {plugin} runs without the 'node_usage' service (observed node usage and "
         "workload forecasts): no node has metrics: every node is scored from requests"
     ]
+
+
+def test_an_optional_service_absent_is_logged_at_info_not_as_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Dissonance without the feedback loop's model is the ordinary configuration: said at info, so
+    `harmonic simulate` and `harmonic run` do not warn about it on every start."""
+    config = {
+        "profiles": [{"schedulerName": "h", "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}}}]
+    }
+    with caplog.at_level(logging.INFO):
+        _scheduler(config)
+    mine = [
+        r
+        for r in caplog.records
+        if r.name == "harmonic.framework.services" and "Dissonance" in r.getMessage()
+    ]
+    assert [r.levelno for r in mine] == [logging.INFO]
+    assert "'dissonance' service" in mine[0].getMessage()
