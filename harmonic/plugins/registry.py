@@ -24,6 +24,7 @@ from harmonic.plugins.nodevolumelimits import NodeVolumeLimits
 from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.prioritysort import PrioritySort
 from harmonic.plugins.schedulinggates import SchedulingGates
+from harmonic.plugins.spreadingpreemption import SpreadingPreemption
 from harmonic.plugins.tainttoleration import TaintToleration
 from harmonic.plugins.trimaran import LoadVariationRiskBalancing, TargetLoadPacking
 from harmonic.plugins.volumebinding import VolumeBinding
@@ -52,6 +53,7 @@ IN_TREE = (
     PodTopologySpread,
     PrioritySort,
     SchedulingGates,
+    SpreadingPreemption,
     TaintToleration,
     TargetLoadPacking,
     VolumeBinding,

@@ -1,0 +1,88 @@
+"""SpreadingPreemption — PostFilter (DefaultPreemption that keeps a workload spread over zones).
+
+kube-scheduler's DefaultPreemption picks the node to make room on by the victims alone (fewest budget
+violations, lowest highest priority, smallest priority sum, fewest victims, latest start), blind to
+where the preemptor's own workload already runs. On a cluster full of batch, a service replica
+recreated after a node or zone failure is placed by preemption, not by scoring, and can land in the
+zone that already holds its siblings: the next zone outage then takes them all. This plugin is
+DefaultPreemption with one more criterion, tried after "fewest victims" and before "latest start": the
+candidate whose zone holds the fewest running replicas of the preemptor's workload. Victims are chosen
+exactly as DefaultPreemption chooses them, and no more are evicted; only which of equally cheap
+candidates is used changes. Pods of no workload (bare pods) and nodes without a zone label leave the
+choice to DefaultPreemption's last criterion.
+
+Use it instead of DefaultPreemption in a profile (disable DefaultPreemption). Args: DefaultPreemption's
+(``minCandidateNodesPercentage`` 10, ``minCandidateNodesAbsolute`` 100) and ``zoneLabel``
+(``topology.kubernetes.io/zone``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from harmonic.api.node import ZONE_LABEL
+from harmonic.api.pod import Pod
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.diagnosis import Diagnosis
+from harmonic.framework.interface import PostFilterResult
+from harmonic.framework.preemption import DEFAULT_SCORE_FUNCS, Candidate
+from harmonic.framework.status import Status
+from harmonic.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
+from harmonic.signals.identity import workload_id
+
+
+class SpreadingPreemptionArgs(DefaultPreemptionArgs):
+    zone_label: str = Field(default=ZONE_LABEL, min_length=1)
+
+
+class SpreadingPreemption(DefaultPreemption):
+    NAME: ClassVar[str] = "SpreadingPreemption"
+    Args: ClassVar[type[PluginArgs]] = SpreadingPreemptionArgs
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.zone_label: str = args.zone_label
+        self._preemptor: Pod | None = None
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        self._preemptor = pod
+        try:
+            return super().post_filter(state, pod, diagnosis)
+        finally:
+            self._preemptor = None
+
+    def _replicas_per_zone(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
+        """(zone code per node slot, running replicas of ``pod``'s workload per zone code)."""
+        snap = self.handle.snapshot
+        codes = snap.label(self.zone_label).codes
+        me = workload_id(pod)
+        counts = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
+        for slot, other in snap.all_pods():
+            zone = int(codes[slot])
+            if zone >= 0 and other.uid != pod.uid and workload_id(other) == me:
+                counts[zone] += 1
+        return codes, counts
+
+    def ordered_score_funcs(self, candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
+        pod = self._preemptor
+        if pod is None or pod.controller is None:
+            return []
+        codes, counts = self._replicas_per_zone(pod)
+        if not counts.any():
+            return []
+        # Unlabelled nodes rank with the most crowded zone: nothing says they spread the workload.
+        crowded = int(counts.max())
+
+        def fewest_siblings_in_zone(c: Candidate) -> float:
+            zone = int(codes[c.slot])
+            return -float(counts[zone] if zone >= 0 else crowded)
+
+        *cheapest, latest_start = DEFAULT_SCORE_FUNCS
+        return [*cheapest, fewest_siblings_in_zone, latest_start]
