@@ -172,6 +172,7 @@ class Extender:
         self._request_nodes = _RequestNodes() if cache is None else None
         self._lock = cache.lock if cache is not None else threading.RLock()
         self._resolved: tuple[list[str], Snapshot, int, tuple[list[str], np.ndarray, list[str]]] | None = None
+        self._last_pod: tuple[dict[str, Any], Pod] | None = None
         self.frameworks = {
             p.scheduler_name: Framework(p, registry, self._handle(p.scheduler_name)) for p in config.profiles
         }
@@ -221,7 +222,7 @@ class Extender:
     # ================================================================== filter
     def filter(self, body: bytes) -> bytes:
         args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
+        pod = self._pod(args.pod)
         fw = self.framework_for(pod)
         names = args.names
         with self._lock:
@@ -246,6 +247,16 @@ class Extender:
                 unresolvable=unresolvable,
             )
         return wire.encode_filter_result(passed=passed, failed=failed, unresolvable=unresolvable)
+
+    def _pod(self, manifest: dict[str, Any]) -> Pod:
+        """The compiled pod of a filter or prioritize request. The wire hands back the same manifest for
+        the same bytes (the pod of a filter and of its prioritize), so it is compiled once for both."""
+        last = self._last_pod
+        if last is not None and last[0] is manifest:
+            return last[1]
+        pod = _parse_pod(manifest, "Pod")
+        self._last_pod = (manifest, pod)
+        return pod
 
     def _trace(self, source: str, fw: Framework, pod: Pod) -> DecisionTrace | None:
         if self.decisions is None:
@@ -355,7 +366,7 @@ class Extender:
     # ================================================================== prioritize
     def prioritize(self, body: bytes) -> bytes:
         args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
+        pod = self._pod(args.pod)
         fw = self.framework_for(pod)
         names = args.names
         with self._lock:
@@ -373,7 +384,7 @@ class Extender:
         if trace is not None:
             self._record(trace, RESULT_PRIORITIZED, "")
         if known is names:
-            return wire.encode_host_priorities(names, scores.tolist())
+            return wire.encode_host_priorities(names, scores)
         by_name = dict(zip(known, scores.tolist(), strict=True))
         return wire.encode_host_priorities(names, [by_name.get(n, 0) for n in names])
 

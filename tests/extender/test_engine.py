@@ -287,3 +287,26 @@ def test_same_node_names_resolve_again_after_nodes_change():
     assert answer() == (["b"], {"a": NODE_NOT_CACHED})
     prio = {h["Host"]: h["Score"] for h in json.loads(ext.prioritize(body))}
     assert prio["a"] == 0 and set(prio) == {"a", "b"}
+
+
+def test_a_changed_pod_between_requests_is_judged_as_it_now_is():
+    """The pod of a filter is compiled once for its prioritize (same bytes); a pod whose bytes
+    differ in the next request is compiled anew, never answered as the previous one."""
+    cluster = InMemoryCluster()
+    cache = ClusterCache()
+    cluster.subscribe(cache.on_node, cache.on_pod)
+    cache.mark_synced()
+    ext = make([{"name": "NodeResourcesFit"}], cache=cache)
+    cluster.add_node(node("a").cap(cpu="4", memory="8Gi", pods=10).obj())
+    cluster.add_node(node("b").cap(cpu="2", memory="8Gi", pods=10).obj())
+
+    def names(cpu: str) -> list[str]:
+        body = marshal(extender_args(api_pod(pod("p").req(cpu=cpu).obj()), node_names=["a", "b"]))
+        passed: list[str] = json.loads(ext.filter(body))["NodeNames"]
+        assert {h["Host"] for h in json.loads(ext.prioritize(body))} == {"a", "b"}
+        return passed
+
+    assert names("1") == ["a", "b"]
+    assert names("3") == ["a"]
+    assert names("5") == []
+    assert names("1") == ["a", "b"]
