@@ -201,3 +201,58 @@ def test_transport_over_tls(serve, tmp_path):
     assert t.request("GET", "/version") == {"tls": True}
     assert t.request("GET", "/chunked") == {"a": 1}
     assert server.connections == 1
+
+
+def _chunks(*parts: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+WATCH_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+ADDED = b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'
+MODIFIED = b'{"type":"MODIFIED","object":{"metadata":{"name":"b"}}}\n'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _chunks(ADDED, MODIFIED) + b"0\r\n\r\n",
+        _chunks(ADDED + MODIFIED) + b"0\r\n\r\n",  # two events in one chunk
+        _chunks(ADDED[:7], ADDED[7:30], ADDED[30:] + MODIFIED[:3], MODIFIED[3:]) + b"0\r\n\r\n",
+        b"%x;ext=1\r\n%s\r\n" % (len(ADDED), ADDED) + _chunks(b"\n", MODIFIED) + b"0\r\nX-T: 1\r\n\r\n",
+        _chunks(ADDED, MODIFIED.rstrip(b"\n")) + b"0\r\n\r\n",  # the last event without its newline
+    ],
+    ids=[
+        "chunk-per-event",
+        "events-in-one-chunk",
+        "events-split-over-chunks",
+        "extension-blank-trailer",
+        "no-final-newline",
+    ],
+)
+def test_watch_stream_events_whatever_the_chunking(serve, tmp_path, body):
+    server = serve([WATCH_HEAD + body + ScriptedServer.CLOSE])
+    t = _transport(tmp_path, f"http://127.0.0.1:{server.port}")
+    events = list(t.stream("/api/v1/pods", {}, read_timeout=5))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("MODIFIED", "b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _chunks(ADDED) + b"%x\r\n%s" % (len(MODIFIED), MODIFIED[:10]),  # cut inside a chunk
+        _chunks(ADDED),  # cut before the last chunk
+        _chunks(ADDED) + b"zz\r\n",  # not chunked framing
+    ],
+    ids=["cut-in-chunk", "no-last-chunk", "bad-size"],
+)
+def test_watch_stream_broken_after_an_event(serve, tmp_path, body):
+    server = serve([WATCH_HEAD + body + ScriptedServer.CLOSE])
+    t = _transport(tmp_path, f"http://127.0.0.1:{server.port}")
+    seen = []
+    with pytest.raises(TransportError, match="watch /api/v1/pods broke"):
+        for ev in t.stream("/api/v1/pods", {}, read_timeout=5):
+            seen.append(ev["object"]["metadata"]["name"])
+    assert seen == ["a"]
