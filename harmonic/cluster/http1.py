@@ -18,9 +18,9 @@ is not HTTP/1.x, and ``OSError`` (timeouts, resets) from the socket itself.
 
 from __future__ import annotations
 
+import io
 import socket
 import ssl
-from typing import BinaryIO
 
 #: Longest status or header line accepted (http.client's _MAXLINE).
 MAX_LINE = 65536
@@ -67,7 +67,7 @@ class Connection:
             sock.close()
             raise
         self.sock: socket.socket = sock
-        self._reader: BinaryIO = sock.makefile("rb")
+        self._reader: io.BufferedReader = sock.makefile("rb")
         default_port = 443 if tls is not None else 80
         self._host_header = host if self.port == default_port else f"{host}:{self.port}"
         if ":" in host and not host.startswith("["):  # an IPv6 literal
@@ -101,14 +101,16 @@ class Connection:
 
     def _read_response(self, method: str) -> Response:
         while True:
-            line = self._line()
+            head = self._buffered_head()
+            line = head[0] if head else self._line()
             if not line:
                 raise RemoteClosed("server closed the connection without an answer")
             parts = line.split(None, 2)
             if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
                 raise ProtocolError(f"bad status line {line[:80]!r}")
             status = int(parts[1])
-            length, chunked, close = self._head(parts[0] == b"HTTP/1.0")
+            http10 = parts[0] == b"HTTP/1.0"
+            length, chunked, close = self._fields(head[1:], http10) if head else self._head(http10)
             if status != 100:
                 break  # 1xx Continue (unasked) precedes the real answer: skip it
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
@@ -123,33 +125,29 @@ class Connection:
             body, close = self._reader.read(), True  # delimited by the end of the connection
         return Response(status, body, close)
 
+    def _buffered_head(self) -> list[bytes]:
+        """The status and header lines of the answer when the reader already holds all of them (one
+        segment carries a small answer whole): taken in one read instead of a readline per line.
+        Empty when they are not all there yet; the caller then reads line by line."""
+        buf = self._reader.peek(MAX_LINE)
+        end = buf.find(b"\r\n\r\n")
+        if end <= 0 or end > MAX_LINE or buf.count(b"\r\n", 0, end) > MAX_HEADERS:
+            return []
+        return self._reader.read(end + 4)[:end].split(b"\r\n")
+
+    def _fields(self, lines: list[bytes], http10: bool) -> tuple[int | None, bool, bool]:
+        framing: tuple[int | None, bool, bool] = (None, False, http10)
+        for line in lines:
+            framing = _field(line, *framing)
+        return framing
+
     def _head(self, http10: bool) -> tuple[int | None, bool, bool]:
-        length: int | None = None
-        chunked = False
-        close = http10
+        framing: tuple[int | None, bool, bool] = (None, False, http10)
         for _ in range(MAX_HEADERS + 1):
             line = self._line()
             if line in (b"\r\n", b"\n", b""):
-                return length, chunked, close
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise ProtocolError(f"bad header line {line[:80]!r}")
-            key = name.strip().lower()
-            if key == b"content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise ProtocolError(f"bad Content-Length {value.strip()[:40]!r}") from None
-                if length < 0:
-                    raise ProtocolError("negative Content-Length")
-            elif key == b"transfer-encoding":
-                chunked = value.strip().lower().endswith(b"chunked")
-            elif key == b"connection":
-                tokens = {t.strip() for t in value.lower().split(b",")}
-                if b"close" in tokens:
-                    close = True
-                elif b"keep-alive" in tokens:
-                    close = False
+                return framing
+            framing = _field(line, *framing)
         raise ProtocolError(f"more than {MAX_HEADERS} headers")
 
     def _chunked(self) -> bytes:
@@ -170,3 +168,27 @@ class Connection:
             if len(chunk) < size + 2:
                 raise RemoteClosed("answer cut short inside a chunked body")
             parts.append(chunk[:size])
+
+
+def _field(line: bytes, length: int | None, chunked: bool, close: bool) -> tuple[int | None, bool, bool]:
+    """(Content-Length, chunked, close) after one header line."""
+    name, sep, value = line.partition(b":")
+    if not sep:
+        raise ProtocolError(f"bad header line {line[:80]!r}")
+    key = name.strip().lower()
+    if key == b"content-length":
+        try:
+            length = int(value.strip())
+        except ValueError:
+            raise ProtocolError(f"bad Content-Length {value.strip()[:40]!r}") from None
+        if length < 0:
+            raise ProtocolError("negative Content-Length")
+    elif key == b"transfer-encoding":
+        chunked = value.strip().lower().endswith(b"chunked")
+    elif key == b"connection":
+        tokens = {t.strip() for t in value.lower().split(b",")}
+        if b"close" in tokens:
+            close = True
+        elif b"keep-alive" in tokens:
+            close = False
+    return length, chunked, close
