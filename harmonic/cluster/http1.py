@@ -21,10 +21,16 @@ from __future__ import annotations
 import io
 import socket
 import ssl
+from collections.abc import Mapping
 
 #: Longest status or header line accepted (http.client's _MAXLINE).
 MAX_LINE = 65536
 MAX_HEADERS = 100
+
+
+def header_block(headers: Mapping[str, str]) -> bytes:
+    """Header fields as sent: ``Name: value\\r\\n`` each."""
+    return "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
 
 
 class RemoteClosed(ConnectionError):
@@ -76,13 +82,16 @@ class Connection:
     def settimeout(self, timeout: float) -> None:
         self.sock.settimeout(timeout)
 
-    def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
-        """Send one request and read its whole answer."""
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
-        lines.extend(f"{k}: {v}" for k, v in headers.items())
+    def request(
+        self, method: str, target: str, headers: Mapping[str, str] | bytes, body: bytes | None
+    ) -> Response:
+        """Send one request and read its whole answer. ``headers`` may come already written as
+        ``header_block`` writes them (a caller sending the same headers on every request)."""
+        fields = headers if isinstance(headers, bytes) else header_block(headers)
+        head = f"{method} {target} HTTP/1.1\r\nHost: {self._host_header}\r\n".encode("latin-1") + fields
         if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body or b'')}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            head += b"Content-Length: %d\r\n" % len(body or b"")
+        head += b"\r\n"
         self.sock.sendall(head + body if body else head)
         return self._read_response(method)
 
@@ -138,7 +147,10 @@ class Connection:
     def _fields(self, lines: list[bytes], http10: bool) -> tuple[int | None, bool, bool]:
         framing: tuple[int | None, bool, bool] = (None, False, http10)
         for line in lines:
-            framing = _field(line, *framing)
+            if line[:1] in b"cCtT":  # Content-Length, Connection, Transfer-Encoding (line is never empty)
+                framing = _field(line, *framing)
+            elif b":" not in line:
+                raise ProtocolError(f"bad header line {line[:80]!r}")
         return framing
 
     def _head(self, http10: bool) -> tuple[int | None, bool, bool]:

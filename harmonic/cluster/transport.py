@@ -35,6 +35,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import socket
 import ssl
 import threading
@@ -238,6 +239,8 @@ class Transport:
         self._local = threading.local()
         self._auth_lock = threading.Lock()
         self._auth_headers: dict[str, str] = {}
+        #: Content type -> (the auth headers it was written with, the header block).
+        self._blocks: dict[str | None, tuple[dict[str, str], bytes]] = {}
         self._auth_expires = 0.0
 
     def with_limits(self, qps: float, burst: int, user_agent: str | None = None) -> Transport:
@@ -275,6 +278,14 @@ class Transport:
     def _forget_auth(self) -> None:
         with self._auth_lock:
             self._auth_expires = 0.0
+
+    def _header_block(self, content_type: str | None) -> bytes:
+        """``_headers`` as ``http1`` sends them, written once per content type and token."""
+        auth = self._auth()
+        cached = self._blocks.get(content_type)
+        if cached is None or cached[0] is not auth:
+            cached = self._blocks[content_type] = (auth, http1.header_block(self._headers(content_type)))
+        return cached[1]
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": JSON, "User-Agent": self.user_agent, **self._auth()}
@@ -321,7 +332,7 @@ class Transport:
                 else:
                     conn.settimeout(timeout)
                 resp = conn.request(
-                    method, target, self._headers(content_type if data is not None else None), data
+                    method, target, self._header_block(content_type if data is not None else None), data
                 )
                 payload, status = resp.body, resp.status
                 if resp.will_close:
@@ -468,12 +479,20 @@ def _decode_event(line: bytes, path: str) -> dict[str, Any]:
     return ev
 
 
+#: What ``quote`` leaves as it is: every valid Kubernetes name and namespace (DNS labels and subdomains).
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+def _segment(text: str) -> str:
+    return text if _UNQUOTED.fullmatch(text) else quote(text, safe="")
+
+
 def object_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
     """``/api/v1/namespaces/ns/pods/name`` or ``/apis/group/version/...``."""
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     if namespace:
-        base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/namespaces/{_segment(namespace)}"
     base += f"/{plural}"
     if name:
-        base += f"/{quote(name, safe='')}"
+        base += f"/{_segment(name)}"
     return base
