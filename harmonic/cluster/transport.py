@@ -13,8 +13,9 @@ header. Two of its parts are not used, by measurement (``benchmarks/k8s_client_c
   and a scheduler makes one or two calls per pod. Requests go over one persistent connection per
   thread instead (``http1.Connection``: one write per request, about half the CPU of ``http.client``'s
   request path, 91 against 197 us per Event POST to the API-server double), with TLS from the same
-  configuration; the Authorization header is re-read every 10 s, and at once after a 401. Watches
-  stream over ``http.client``.
+  configuration; the Authorization header is re-read every 10 s, and at once after a 401, and the
+  header block is written once per content type and token. Watches are opened with ``http.client``
+  and their chunked body is then read straight from the connection (``WatchStream``).
 
 Bodies are JSON both ways (msgspec's codec). The protobuf content type kube-scheduler asks for was
 not taken up: decoding is a few percent of the live scheduler's CPU (``benchmarks/live_scheduler.py``,
