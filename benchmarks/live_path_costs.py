@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from extender import ApiServer
 
 from harmonic.api.node import parse_node
 from harmonic.api.pod import Pod, parse_pod
@@ -87,28 +87,9 @@ class _AnyNode:
 
 
 def request_costs(n: int) -> tuple[float, float]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harmonic.testing.apiserver"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    url, token = proc.stdout.readline().split()
+    api = ApiServer()
     try:
-        kubeconfig = Path(tempfile.mkdtemp()) / "kubeconfig"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "d", "cluster": {"server": url}}],
-                    "users": [{"name": "u", "user": {"token": token}}],
-                    "contexts": [{"name": "d", "context": {"cluster": "d", "user": "u"}}],
-                    "current-context": "d",
-                }
-            )
-        )
+        kubeconfig = api.kubeconfig(Path(tempfile.mkdtemp()))
         t = Transport(load_client(str(kubeconfig)), qps=-1, burst=1)
         pods = [named(pod_template(), f"p-{i}", "default") for i in range(n)]
         t.request("POST", "/_harmonic/objects", body={"resource": "pods", "items": pods})
@@ -127,8 +108,7 @@ def request_costs(n: int) -> tuple[float, float]:
 
         return best_per_item(listed, bind), best_per_item(listed, event)
     finally:
-        proc.stdin.close()
-        proc.wait(10)
+        api.close()
 
 
 def main() -> int:
