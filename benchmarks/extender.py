@@ -3,6 +3,7 @@
     python benchmarks/extender.py --nodes 5000 --pods 200            # both modes
     python benchmarks/extender.py --mode names --init-pods 1000 --json
     python benchmarks/extender.py --mode names --churn 50             # pods bound meanwhile, 50/s
+    python benchmarks/extender.py --mode names --churn 50 --pin       # the extender on a core of its own
     python benchmarks/extender.py --in-process                        # the verbs' compute, no HTTP
     python benchmarks/extender.py --mode names --profile /tmp/ext.txt # py-spy the extender meanwhile
 
@@ -74,9 +75,9 @@ def make_pod(name: str, node_name: str = "") -> dict[str, Any]:
 class ApiServer:
     """The API-server test double in its own process, filled through its admin endpoint."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: list[str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harmonic.testing.apiserver", "--bookmark-interval", "5"],
+            [*(cpus or []), sys.executable, "-m", "harmonic.testing.apiserver", "--bookmark-interval", "5"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -161,10 +162,10 @@ class Churn:
 class ExtenderProcess:
     """``harmonic extender --port 0 [--kubeconfig K]``; its URL read from its JSON log."""
 
-    def __init__(self, kubeconfig: Path | None, home: Path) -> None:
+    def __init__(self, kubeconfig: Path | None, home: Path, cpus: list[str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
         env["HOME"] = str(home)  # no ~/.kube/config: without --kubeconfig, no cluster at all
-        args = [sys.executable, "-m", "harmonic", "extender", "--port", "0"]
+        args = [*(cpus or []), sys.executable, "-m", "harmonic", "extender", "--port", "0"]
         if kubeconfig is not None:
             args += ["--kubeconfig", str(kubeconfig)]
         self.started = time.perf_counter()
@@ -256,16 +257,21 @@ def run(
     init_pods: int,
     churn: float = 0,
     profile: str | None = None,
+    pin: bool = False,
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp())
-    api = ApiServer() if mode == "names" else None
+    if pin:
+        os.sched_setaffinity(0, {1})  # this client (and the churn) beside the API server, on CPU 1
+    api = ApiServer(["taskset", "-c", "1"] if pin else None) if mode == "names" else None
     ext: ExtenderProcess | None = None
     churner: Churn | None = None
     spy: subprocess.Popen[bytes] | None = None
     try:
         if api is not None:
             api.populate(make_nodes(nodes, images), init_pods)
-        ext = ExtenderProcess(api.kubeconfig(tmp) if api is not None else None, tmp)
+        ext = ExtenderProcess(
+            api.kubeconfig(tmp) if api is not None else None, tmp, ["taskset", "-c", "0"] if pin else None
+        )
         host, port, ready_s = ext.wait_ready()
         conn = http.client.HTTPConnection(host, port, timeout=120)
         node_objs = make_nodes(nodes, images) if mode == "nodes" else None
@@ -342,6 +348,7 @@ def run(
         "prioritize": summary(prio),
         "pair": summary(pair),
         "extender_cpu_ms_per_pair": round(cpu_per_pair * 1e3, 2),
+        "pinned": pin,
     }
 
 
@@ -377,18 +384,21 @@ def run_in_process(
     filt: list[float] = []
     prio: list[float] = []
     pair: list[float] = []
+    cpu = 0.0
     for k in range(warmup + pods):
         p = make_pod(f"bench-{k}")
         args = (
             extender_args(p, nodes=node_objs) if node_objs is not None else extender_args(p, node_names=names)
         )
         body = marshal(args)
+        c = time.thread_time()
         t = time.perf_counter()
         ext.filter(body)
         t1 = time.perf_counter()
         ext.prioritize(body)
         t2 = time.perf_counter()
         if k >= warmup:
+            cpu += time.thread_time() - c
             filt.append(t1 - t)
             prio.append(t2 - t1)
             pair.append(t2 - t)
@@ -404,6 +414,8 @@ def run_in_process(
         "filter": summary(filt),
         "prioritize": summary(prio),
         "pair": summary(pair),
+        # This thread's CPU over the measured pairs: the verbs' own work (no informer, no HTTP).
+        "cpu_ms_per_pair": round(cpu / max(1, pods) * 1e3, 3),
     }
 
 
@@ -424,16 +436,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--profile", metavar="FILE", help="py-spy the extender over the measured pairs")
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="run the extender on CPU 0 and the API server, client and churn on CPU 1 (taskset)",
+    )
     a = ap.parse_args(argv)
     modes = ("names", "nodes") if a.mode == "both" else (a.mode,)
     for mode in modes:
         if a.in_process:
             r = run_in_process(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods)
-            where = "in-process"
+            where = f"in-process, {r['cpu_ms_per_pair']} CPU ms per pair"
         else:
-            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn, a.profile)
+            r = run(mode, a.nodes, a.pods, a.warmup, a.images, a.init_pods, a.churn, a.profile, a.pin)
             where = (
-                f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s,"
+                ("extender alone on CPU 0, " if a.pin else "")
+                + f"request {r['filter_request_bytes'] / 1024:,.0f} KiB, ready after {r['ready_s']} s,"
                 f" extender CPU {r['extender_cpu_ms_per_pair']} ms per pair"
             )
         print(

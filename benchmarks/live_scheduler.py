@@ -72,6 +72,16 @@ def _rss_mib() -> tuple[float, float]:
     return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
 
 
+def _preemptions(name: str) -> int:
+    """Involuntary context switches of this process's thread ``name`` (Linux /proc): how often the
+    kernel took its core away while it could run, e.g. for a thread it had just woken."""
+    for t in threading.enumerate():
+        if t.name == name and t.native_id is not None:
+            status = Path(f"/proc/self/task/{t.native_id}/status").read_text()
+            return int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+    return 0
+
+
 def _thread_cpu() -> dict[str, float]:
     """CPU seconds by thread kind (pool threads "bind_3", "events-7" summed as "bind", "events")."""
     out: dict[str, float] = {}
@@ -186,6 +196,7 @@ def main() -> int:
         cpu0_sched, cpu0_api = _cpu_seconds("self"), _cpu_seconds(str(proc.pid))
         cpu0_driver = time.thread_time()
         threads0 = _thread_cpu()
+        preempted0 = _preemptions("scheduler")
         t0 = time.perf_counter()
         _admin(url, "objects", body)
         created = time.perf_counter() - t0
@@ -210,6 +221,7 @@ def main() -> int:
         # The scheduler's threads only: this (driver) thread's polling and bulk create are not its work.
         cpu_driver = time.thread_time() - cpu0_driver
         threads = {k: v - threads0.get(k, 0.0) for k, v in _thread_cpu().items()}
+        preempted = _preemptions("scheduler") - preempted0
         cpu_sched = _cpu_seconds("self") - cpu0_sched - cpu_driver
         cpu_api = _cpu_seconds(str(proc.pid)) - cpu0_api
         if prof is not None:
@@ -245,6 +257,7 @@ def main() -> int:
         "pinned": args.pin,
         "harmony_workloads": args.harmony,
         "rss_mib": round(rss, 1),
+        "scheduling_thread_preemptions": preempted,
         "cpu_seconds_by_thread": {k: round(v, 2) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])},
     }
     where = "double on CPU 1, scheduler on CPU 0" if args.pin else "sharing both cores"
@@ -265,6 +278,7 @@ def main() -> int:
         "  scheduler CPU by thread:",
         ", ".join(f"{k} {v:.1f} s" for k, v in result["cpu_seconds_by_thread"].items() if v >= 0.05),
     )
+    print(f"  scheduling thread preempted {preempted} times ({preempted / max(1, bound):.2f} per bound pod)")
     print(
         f"  memory: {rss:,.0f} MiB resident after binding (the driver's pod list freed; peak {peak:,.0f} MiB)"
     )

@@ -48,7 +48,8 @@ def _table(model: str) -> _Table | None:
         built = {}
         for attr, t in cls.openapi_types.items():
             name = cls.attribute_map[attr]
-            built[name.lower()] = (name, *_child(models, t))
+            # Under the exact spelling too: most keys already are, and then need no lower().
+            built[name.lower()] = built[name] = (name, *_child(models, t))
     with _lock:
         _tables[model] = built
     return built
@@ -62,7 +63,7 @@ def canonical(obj: Any, model: str) -> Any:
         return obj
     out: dict[Any, Any] = {}
     for key, value in obj.items():
-        entry = table.get(key.lower()) if isinstance(key, str) else None
+        entry = table.get(key) or (table.get(key.lower()) if isinstance(key, str) else None)
         if entry is None:
             out.setdefault(key, value)
             continue

@@ -243,15 +243,16 @@ def parse_pod(raw: Mapping[str, Any]) -> Pod:
 
 
 def reparse_pod(prev: Pod, raw: Mapping[str, Any]) -> Pod:
-    """``parse_pod(raw)`` for a new version of ``prev``. When only ``spec.nodeName`` and status fields
-    other than the phase and nominated node changed (a binding, a condition written), the compiled
-    data of ``prev`` is reused, ``extra`` included: binding confirmations cost no parsing."""
+    """``parse_pod(raw)`` for a new version of ``prev``. When only ``spec.nodeName``, the server's
+    bookkeeping in the metadata (``resourceVersion``, ``generation``, ``managedFields``) and status
+    fields other than the phase and nominated node changed (a binding, a condition written), the
+    compiled data of ``prev`` is reused, ``extra`` included: binding confirmations cost no parsing."""
     meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
     old_raw = prev.raw
     if (
         isinstance(spec, Mapping)
         and isinstance(status, Mapping | None)
-        and _same(meta, old_raw.get("metadata"))
+        and _same_meta(meta, old_raw.get("metadata"))
         and _same_but_node(spec, prev.spec)
         and str((status or {}).get("phase") or "Pending") == prev.phase
         and str((status or {}).get("nominatedNodeName") or "") == prev.nominated_node_name
@@ -266,6 +267,22 @@ def reparse_pod(prev: Pod, raw: Mapping[str, Any]) -> Pod:
 
 def _same(a: object, b: object) -> bool:
     return a is b or a == b
+
+
+#: Metadata the API server changes on every write, and that nothing compiled from a pod reads. A
+#: binding always changes the resourceVersion, so comparing it would make every confirmation a parse.
+_BOOKKEEPING = frozenset({"resourceVersion", "generation", "managedFields"})
+
+
+def _same_meta(new: object, old: object) -> bool:
+    if new is old:
+        return True
+    if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+        return new == old
+    kept = [k for k in new if k not in _BOOKKEEPING]
+    if len(kept) != sum(1 for k in old if k not in _BOOKKEEPING):
+        return False
+    return all(k in old and _same(new[k], old[k]) for k in kept)
 
 
 def _same_but_node(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:

@@ -52,7 +52,7 @@ class PodBinder:
         }
         path = object_path("v1", "pods", pod.namespace, pod.name) + "/binding"
         try:
-            self.transport.request("POST", path, body=body, timeout=timeout)
+            self.transport.request("POST", path, body=body, timeout=timeout, decode=False)
         except (ApiStatusError, TransportError) as e:
             return Status(Code.ERROR, str(e))
         return None

@@ -87,6 +87,10 @@ class _Recorded:
 _Queued = tuple[Obj, str, str, str, str, str, float]
 
 
+#: The fields of an ObjectReference that ``reference`` may set, in a fixed order for ``_key``.
+_REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
+
+
 def _key(ev: Mapping[str, Any]) -> tuple[Any, ...]:
     reg = ev["regarding"]
     return (
@@ -95,7 +99,7 @@ def _key(ev: Mapping[str, Any]) -> tuple[Any, ...]:
         ev["reason"],
         ev["reportingController"],
         ev["reportingInstance"],
-        tuple(sorted(reg.items())),
+        *map(reg.get, _REFERENCE_FIELDS),
     )
 
 
@@ -129,6 +133,8 @@ class EventRecorder:
         self.clock = clock
         self.dropped = 0
         self._cache: dict[tuple[Any, ...], _Recorded] = {}
+        #: The Events collection path of each namespace (quoting it once).
+        self._collections: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._writes: WorkQueue[_Queued] = WorkQueue(
             "events",
@@ -212,14 +218,22 @@ class EventRecorder:
                 patch = None
         if patch is None:
             self._write(
-                lambda: self.transport.request("POST", self._collection(rec.namespace), body=rec.body)
+                lambda: self.transport.request(
+                    "POST", self._collection(rec.namespace), body=rec.body, decode=False
+                )
             )
         else:
             self._write(
                 lambda: self.transport.request(
-                    "PATCH", self._item(ns, name), body=patch, content_type=STRATEGIC_MERGE_PATCH
+                    "PATCH",
+                    self._item(ns, name),
+                    body=patch,
+                    content_type=STRATEGIC_MERGE_PATCH,
+                    decode=False,
                 ),
-                fallback=lambda: self.transport.request("POST", self._collection(ns), body=rec.body),
+                fallback=lambda: self.transport.request(
+                    "POST", self._collection(ns), body=rec.body, decode=False
+                ),
             )
 
     def _series_patch(self, rec: _Recorded, at: str) -> dict[str, Any]:
@@ -264,7 +278,11 @@ class EventRecorder:
         }
 
     def _collection(self, ns: str) -> str:
-        return object_path(self.api or EVENTS_V1, "events", ns)
+        api = self.api or EVENTS_V1
+        path = self._collections.get((api, ns))
+        if path is None:
+            path = self._collections[(api, ns)] = object_path(api, "events", ns)
+        return path
 
     def _item(self, ns: str, name: str) -> str:
         return object_path(self.api or EVENTS_V1, "events", ns, name)

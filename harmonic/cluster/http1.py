@@ -18,13 +18,19 @@ is not HTTP/1.x, and ``OSError`` (timeouts, resets) from the socket itself.
 
 from __future__ import annotations
 
+import io
 import socket
 import ssl
-from typing import BinaryIO
+from collections.abc import Mapping
 
 #: Longest status or header line accepted (http.client's _MAXLINE).
 MAX_LINE = 65536
 MAX_HEADERS = 100
+
+
+def header_block(headers: Mapping[str, str]) -> bytes:
+    """Header fields as sent: ``Name: value\\r\\n`` each."""
+    return "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1")
 
 
 class RemoteClosed(ConnectionError):
@@ -67,7 +73,7 @@ class Connection:
             sock.close()
             raise
         self.sock: socket.socket = sock
-        self._reader: BinaryIO = sock.makefile("rb")
+        self._reader: io.BufferedReader = sock.makefile("rb")
         default_port = 443 if tls is not None else 80
         self._host_header = host if self.port == default_port else f"{host}:{self.port}"
         if ":" in host and not host.startswith("["):  # an IPv6 literal
@@ -76,13 +82,16 @@ class Connection:
     def settimeout(self, timeout: float) -> None:
         self.sock.settimeout(timeout)
 
-    def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
-        """Send one request and read its whole answer."""
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
-        lines.extend(f"{k}: {v}" for k, v in headers.items())
+    def request(
+        self, method: str, target: str, headers: Mapping[str, str] | bytes, body: bytes | None
+    ) -> Response:
+        """Send one request and read its whole answer. ``headers`` may come already written as
+        ``header_block`` writes them (a caller sending the same headers on every request)."""
+        fields = headers if isinstance(headers, bytes) else header_block(headers)
+        head = f"{method} {target} HTTP/1.1\r\nHost: {self._host_header}\r\n".encode("latin-1") + fields
         if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body or b'')}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            head += b"Content-Length: %d\r\n" % len(body or b"")
+        head += b"\r\n"
         self.sock.sendall(head + body if body else head)
         return self._read_response(method)
 
@@ -101,14 +110,16 @@ class Connection:
 
     def _read_response(self, method: str) -> Response:
         while True:
-            line = self._line()
+            head = self._buffered_head()
+            line = head[0] if head else self._line()
             if not line:
                 raise RemoteClosed("server closed the connection without an answer")
             parts = line.split(None, 2)
             if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
                 raise ProtocolError(f"bad status line {line[:80]!r}")
             status = int(parts[1])
-            length, chunked, close = self._head(parts[0] == b"HTTP/1.0")
+            http10 = parts[0] == b"HTTP/1.0"
+            length, chunked, close = self._fields(head[1:], http10) if head else self._head(http10)
             if status != 100:
                 break  # 1xx Continue (unasked) precedes the real answer: skip it
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
@@ -123,33 +134,32 @@ class Connection:
             body, close = self._reader.read(), True  # delimited by the end of the connection
         return Response(status, body, close)
 
+    def _buffered_head(self) -> list[bytes]:
+        """The status and header lines of the answer when the reader already holds all of them (one
+        segment carries a small answer whole): taken in one read instead of a readline per line.
+        Empty when they are not all there yet; the caller then reads line by line."""
+        buf = self._reader.peek(MAX_LINE)
+        end = buf.find(b"\r\n\r\n")
+        if end <= 0 or end > MAX_LINE or buf.count(b"\r\n", 0, end) > MAX_HEADERS:
+            return []
+        return self._reader.read(end + 4)[:end].split(b"\r\n")
+
+    def _fields(self, lines: list[bytes], http10: bool) -> tuple[int | None, bool, bool]:
+        framing: tuple[int | None, bool, bool] = (None, False, http10)
+        for line in lines:
+            if line[:1] in b"cCtT":  # Content-Length, Connection, Transfer-Encoding (line is never empty)
+                framing = _field(line, *framing)
+            elif b":" not in line:
+                raise ProtocolError(f"bad header line {line[:80]!r}")
+        return framing
+
     def _head(self, http10: bool) -> tuple[int | None, bool, bool]:
-        length: int | None = None
-        chunked = False
-        close = http10
+        framing: tuple[int | None, bool, bool] = (None, False, http10)
         for _ in range(MAX_HEADERS + 1):
             line = self._line()
             if line in (b"\r\n", b"\n", b""):
-                return length, chunked, close
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise ProtocolError(f"bad header line {line[:80]!r}")
-            key = name.strip().lower()
-            if key == b"content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise ProtocolError(f"bad Content-Length {value.strip()[:40]!r}") from None
-                if length < 0:
-                    raise ProtocolError("negative Content-Length")
-            elif key == b"transfer-encoding":
-                chunked = value.strip().lower().endswith(b"chunked")
-            elif key == b"connection":
-                tokens = {t.strip() for t in value.lower().split(b",")}
-                if b"close" in tokens:
-                    close = True
-                elif b"keep-alive" in tokens:
-                    close = False
+                return framing
+            framing = _field(line, *framing)
         raise ProtocolError(f"more than {MAX_HEADERS} headers")
 
     def _chunked(self) -> bytes:
@@ -170,3 +180,27 @@ class Connection:
             if len(chunk) < size + 2:
                 raise RemoteClosed("answer cut short inside a chunked body")
             parts.append(chunk[:size])
+
+
+def _field(line: bytes, length: int | None, chunked: bool, close: bool) -> tuple[int | None, bool, bool]:
+    """(Content-Length, chunked, close) after one header line."""
+    name, sep, value = line.partition(b":")
+    if not sep:
+        raise ProtocolError(f"bad header line {line[:80]!r}")
+    key = name.strip().lower()
+    if key == b"content-length":
+        try:
+            length = int(value.strip())
+        except ValueError:
+            raise ProtocolError(f"bad Content-Length {value.strip()[:40]!r}") from None
+        if length < 0:
+            raise ProtocolError("negative Content-Length")
+    elif key == b"transfer-encoding":
+        chunked = value.strip().lower().endswith(b"chunked")
+    elif key == b"connection":
+        tokens = {t.strip() for t in value.lower().split(b",")}
+        if b"close" in tokens:
+            close = True
+        elif b"keep-alive" in tokens:
+            close = False
+    return length, chunked, close

@@ -100,7 +100,9 @@ class StatusPatcher:
         ns, name, status = item
         path = object_path("v1", "pods", ns, name) + "/status"
         try:
-            self.transport.request("PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH)
+            self.transport.request(
+                "PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH, decode=False
+            )
         except ApiStatusError as e:
             if e.code != 404:  # a pod deleted meanwhile needs no status
                 self.failed += 1

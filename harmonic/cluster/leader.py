@@ -18,6 +18,7 @@ None once the leader must not act. With kube-scheduler's defaults (15 s / 10 s /
 from __future__ import annotations
 
 import logging
+import math
 import random
 import socket
 import threading
@@ -36,11 +37,22 @@ LEASE_API = "coordination.k8s.io/v1"
 JITTER_FACTOR = 1.2
 
 
+#: The last whole second formatted by ``micro_time``: an Event per bound pod formats the same second
+#: hundreds of times, and ``strftime`` was a tenth of the Event writers' time.
+_last_second: tuple[int, str] = (-1, "")
+
+
 def micro_time(t: float | None = None) -> str:
     """``t`` (epoch seconds, default now) as a metav1.MicroTime: RFC 3339 in UTC with microseconds."""
+    global _last_second
     if t is None:
         t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+    second = math.floor(t)
+    cached, text = _last_second  # one read of the pair: writers on other threads replace it whole
+    if second != cached:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _last_second = (second, text)
+    return f"{text}.{int(t % 1 * 1e6):06d}Z"
 
 
 def default_identity() -> str:

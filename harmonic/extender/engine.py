@@ -180,6 +180,7 @@ class Extender:
         self._request_nodes = _RequestNodes() if cache is None else None
         self._lock = cache.lock if cache is not None else threading.RLock()
         self._resolved: tuple[list[str], Snapshot, int, tuple[list[str], np.ndarray, list[str]]] | None = None
+        self._last_pod: tuple[dict[str, Any], Pod] | None = None
         self.frameworks = {
             p.scheduler_name: Framework(p, registry, self._handle(p.scheduler_name)) for p in config.profiles
         }
@@ -254,7 +255,7 @@ class Extender:
     def _request(self, body: bytes) -> tuple[wire.ExtenderArgs, Pod, Framework]:
         """A filter or prioritize body: its arguments, its pod, and the profile that evaluates the pod."""
         args = wire.decode_args(body)
-        pod = _parse_pod(args.pod, "Pod")
+        pod = self._pod(args.pod)
         return args, pod, self.framework_for(pod)
 
     def _open(
@@ -265,6 +266,16 @@ class Extender:
         self._prepare(args)
         known, slots, unknown = self._resolve(args.names)
         return known, slots, unknown, self._trace(source, fw, pod)
+
+    def _pod(self, manifest: dict[str, Any]) -> Pod:
+        """The compiled pod of a filter or prioritize request. The wire hands back the same manifest for
+        the same bytes (the pod of a filter and of its prioritize), so it is compiled once for both."""
+        last = self._last_pod
+        if last is not None and last[0] is manifest:
+            return last[1]
+        pod = _parse_pod(manifest, "Pod")
+        self._last_pod = (manifest, pod)
+        return pod
 
     def _trace(self, source: str, fw: Framework, pod: Pod) -> DecisionTrace | None:
         if self.decisions is None:
@@ -385,7 +396,7 @@ class Extender:
         if trace is not None:
             self._record(trace, RESULT_PRIORITIZED, "")
         if known is names:
-            return wire.encode_host_priorities(names, scores.tolist())
+            return wire.encode_host_priorities(names, scores)
         by_name = dict(zip(known, scores.tolist(), strict=True))
         return wire.encode_host_priorities(names, [by_name.get(n, 0) for n in names])
 

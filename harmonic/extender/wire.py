@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 
 from harmonic.api.casefold import canonical
 
@@ -165,13 +166,35 @@ class _NamesCache:
 _names_cache = _NamesCache()
 
 
+class _PodCache:
+    """The last ``Pod`` decoded (and case-folded), by its raw bytes. kube-scheduler sends the same pod
+    to filter and then to prioritize: folding a pod's keys walks every field of it, which was the
+    largest single cost of a names-only pair (``benchmarks/extender.py --in-process``). The manifest
+    is shared: callers must not change it."""
+
+    def __init__(self) -> None:
+        self._last: tuple[bytes, dict[str, Any] | None] = (b"", None)
+
+    def decode(self, raw: msgspec.Raw) -> dict[str, Any]:
+        data = bytes(raw)
+        last_raw, last = self._last
+        if data == last_raw and last is not None:
+            return last
+        pod = _pod(raw, "Pod")
+        self._last = (data, pod)
+        return pod
+
+
+_pod_cache = _PodCache()
+
+
 def decode_args(body: bytes) -> ExtenderArgs:
     try:
         fast: _Args | None = _args.decode(body)
     except msgspec.DecodeError:
         fast = None
     if fast is not None and not _is_null(fast.Pod) and (fast.Nodes is None or fast.Nodes.items is not None):
-        pod = _pod(fast.Pod, "Pod")
+        pod = _pod_cache.decode(fast.Pod)
         names = _names_cache.decode(fast.NodeNames)
         items = None if fast.Nodes is None else fast.Nodes.items or []
     else:
@@ -301,15 +324,41 @@ def encode_filter_result(
     """ExtenderFilterResult. ``passed`` answers a NodeNames request, ``passed_nodes`` (raw node JSON,
     echoed) a Nodes request; on error only ``Error`` is set, as the caller ignores the rest."""
     nodes = None if passed_nodes is None else {"metadata": {}, "items": list(passed_nodes)}
-    return _encoder.encode(
-        {
-            "Nodes": nodes,
-            "NodeNames": None if passed is None else list(passed),
-            "FailedNodes": None if error else dict(failed or {}),
-            "FailedAndUnresolvableNodes": None if error else dict(unresolvable or {}),
-            "Error": error,
-        }
+    names = b"null" if passed is None else _names_json.encode(passed)
+    return b"".join(
+        (
+            b'{"Nodes":',
+            _encoder.encode(nodes),
+            b',"NodeNames":',
+            names,
+            b',"FailedNodes":',
+            _encoder.encode(None if error else dict(failed or {})),
+            b',"FailedAndUnresolvableNodes":',
+            _encoder.encode(None if error else dict(unresolvable or {})),
+            b',"Error":',
+            _encoder.encode(error),
+            b"}",
+        )
     )
+
+
+class _NamesJSON:
+    """The JSON array of the last name list encoded, by the list's identity: a filter that passes
+    every candidate answers with the very list ``_NamesCache`` handed out, pod after pod."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Sequence[str] | None, int, bytes] = (None, -1, b"")
+
+    def encode(self, names: Sequence[str]) -> bytes:
+        last, size, data = self._last
+        if names is last and len(names) == size:
+            return data
+        data = _encoder.encode(list(names))
+        self._last = (names, len(names), data)
+        return data
+
+
+_names_json = _NamesJSON()
 
 
 class _HostPriority(msgspec.Struct):
@@ -317,9 +366,59 @@ class _HostPriority(msgspec.Struct):
     Score: int
 
 
-def encode_host_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+class _HostTemplate:
+    """The HostPriorityList of the last host list with a two-byte gap for each score, by the list's
+    identity: prioritize answers for the same candidate list pod after pod, and writing 5,000 scores
+    into a copy of the template is a few array operations where building and encoding 5,000 objects
+    took most of the verb's own time. A score below 10 is written with a leading space
+    (``"Score": 7``), which is still JSON and decodes to the same number."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Sequence[str] | None, int, np.ndarray, np.ndarray] = (
+            None,
+            -1,
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.int64),
+        )
+
+    def get(self, hosts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(template bytes as an array, offset of each host's score gap)."""
+        last, size, template, gaps = self._last
+        if hosts is last and len(hosts) == size:
+            return template, gaps
+        parts = [b"["]
+        offsets = []
+        at = 1
+        for i, h in enumerate(hosts):
+            head = (b"," if i else b"") + b'{"Host":' + _encoder.encode(h) + b',"Score":'
+            offsets.append(at + len(head))
+            parts.append(head + b"  }")
+            at += len(head) + 3
+        parts.append(b"]")
+        template = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        gaps = np.asarray(offsets, dtype=np.int64)
+        self._last = (hosts, len(hosts), template, gaps)
+        return template, gaps
+
+
+_host_template = _HostTemplate()
+_SPACE, _ONE, _ZERO = ord(" "), ord("1"), ord("0")
+
+
+def encode_host_priorities(hosts: Sequence[str], scores: Sequence[int] | np.ndarray) -> bytes:
     """HostPriorityList: ``[{"Host": name, "Score": 0..10}, ...]``."""
-    return _encoder.encode(list(map(_HostPriority, hosts, scores)))
+    values = np.asarray(scores)
+    if (
+        len(hosts) != len(values)
+        or values.dtype.kind not in "iu"
+        or (len(values) and not 0 <= int(values.min()) <= int(values.max()) <= MAX_EXTENDER_PRIORITY)
+    ):
+        return _encoder.encode(list(map(_HostPriority, hosts, values.tolist())))
+    template, gaps = _host_template.get(hosts)
+    out = template.copy()
+    out[gaps] = np.where(values >= 10, _ONE, _SPACE)
+    out[gaps + 1] = _ZERO + values % 10
+    return out.tobytes()
 
 
 def encode_preemption_result(victims: Mapping[str, Victims]) -> bytes:

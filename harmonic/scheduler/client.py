@@ -24,7 +24,8 @@ class SchedulerClient(ClusterClient, Protocol):
     """A cluster adapter as the scheduler uses it: plugin calls plus status reporting."""
 
     def report_scheduled(self, pod: Pod, node_name: str) -> None:
-        """Event ``Scheduled``: ``Successfully assigned <ns>/<name> to <node>``."""
+        """Event ``Scheduled``: ``Successfully assigned <ns>/<name> to <node>``. Called from the
+        binding cycle, which a ``ThreadBinder`` runs on its own threads: it must be thread-safe."""
         ...
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:

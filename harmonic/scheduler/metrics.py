@@ -2,7 +2,9 @@
 
 ``SchedulerMetrics`` is both the ``Scheduler``'s observer (attempt results and durations) and the
 frameworks' ``ExtensionPointRecorder`` (extension point and sampled plugin durations). Each instance
-owns its own ``CollectorRegistry`` so several schedulers in one process (tests) do not collide.
+owns its own ``CollectorRegistry`` so several schedulers in one process (tests) do not collide. The
+duration histograms, observed several times per pod, are ``histogram.Histogram`` (same exposition,
+a fraction of prometheus_client's cost per observation).
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    Histogram,
     disable_created_metrics,
     generate_latest,
 )
 
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.runtime import ExtensionPointRecorder
+from harmonic.scheduler.histogram import Histogram, HistogramChild
 
 #: Upstream times plugins in this percentage of scheduling cycles (pluginMetricsSamplePercent).
 PLUGIN_SAMPLE_PERCENT = 10
@@ -51,8 +53,8 @@ class SchedulerMetrics(ExtensionPointRecorder):
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
-            buckets=exponential_buckets(0.001, 2, 15),
-            registry=r,
+            exponential_buckets(0.001, 2, 15),
+            r,
         )
         self.pending_pods = Gauge(
             "scheduler_pending_pods",
@@ -67,15 +69,15 @@ class SchedulerMetrics(ExtensionPointRecorder):
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
-            buckets=exponential_buckets(0.0001, 2, 12),
-            registry=r,
+            exponential_buckets(0.0001, 2, 12),
+            r,
         )
         self.plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
-            buckets=exponential_buckets(0.00001, 1.5, 20),
-            registry=r,
+            exponential_buckets(0.00001, 1.5, 20),
+            r,
         )
         # Not kube-scheduler's (client-go drops a full broadcaster's events silently): a saturated
         # Event pipeline loses Events only, never pods or bindings, and this says how many.
@@ -87,9 +89,9 @@ class SchedulerMetrics(ExtensionPointRecorder):
         for q in PENDING_QUEUES:
             self.pending_pods.labels(q).set(0)
         #: Label children by label values: ``labels()`` costs more than ``observe()`` on the hot path.
-        self._points: dict[tuple[str, str, str], Histogram] = {}
-        self._plugins: dict[tuple[str, str, str], Histogram] = {}
-        self._attempts: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._points: dict[tuple[str, str, str], HistogramChild] = {}
+        self._plugins: dict[tuple[str, str, str], HistogramChild] = {}
+        self._attempts: dict[tuple[str, str], tuple[Counter, HistogramChild]] = {}
 
     # ------------------------------------------------------------------ Scheduler observer
     def attempt(self, profile: str, result: str, seconds: float) -> None:

@@ -7,6 +7,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -201,3 +202,98 @@ def test_transport_over_tls(serve, tmp_path):
     assert t.request("GET", "/version") == {"tls": True}
     assert t.request("GET", "/chunked") == {"a": 1}
     assert server.connections == 1
+
+
+def _chunks(*parts: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+WATCH_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+ADDED = b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'
+MODIFIED = b'{"type":"MODIFIED","object":{"metadata":{"name":"b"}}}\n'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _chunks(ADDED, MODIFIED) + b"0\r\n\r\n",
+        _chunks(ADDED + MODIFIED) + b"0\r\n\r\n",  # two events in one chunk
+        _chunks(ADDED[:7], ADDED[7:30], ADDED[30:] + MODIFIED[:3], MODIFIED[3:]) + b"0\r\n\r\n",
+        b"%x;ext=1\r\n%s\r\n" % (len(ADDED), ADDED) + _chunks(b"\n", MODIFIED) + b"0\r\nX-T: 1\r\n\r\n",
+        _chunks(ADDED, MODIFIED.rstrip(b"\n")) + b"0\r\n\r\n",  # the last event without its newline
+    ],
+    ids=[
+        "chunk-per-event",
+        "events-in-one-chunk",
+        "events-split-over-chunks",
+        "extension-blank-trailer",
+        "no-final-newline",
+    ],
+)
+def test_watch_stream_events_whatever_the_chunking(serve, tmp_path, body):
+    server = serve([WATCH_HEAD + body + ScriptedServer.CLOSE])
+    t = _transport(tmp_path, f"http://127.0.0.1:{server.port}")
+    events = list(t.stream("/api/v1/pods", {}, read_timeout=5))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"),
+        ("MODIFIED", "b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _chunks(ADDED) + b"%x\r\n%s" % (len(MODIFIED), MODIFIED[:10]),  # cut inside a chunk
+        _chunks(ADDED),  # cut before the last chunk
+        _chunks(ADDED) + b"zz\r\n",  # not chunked framing
+    ],
+    ids=["cut-in-chunk", "no-last-chunk", "bad-size"],
+)
+def test_watch_stream_broken_after_an_event(serve, tmp_path, body):
+    server = serve([WATCH_HEAD + body + ScriptedServer.CLOSE])
+    t = _transport(tmp_path, f"http://127.0.0.1:{server.port}")
+    seen = []
+    with pytest.raises(TransportError, match="watch /api/v1/pods broke"):
+        for ev in t.stream("/api/v1/pods", {}, read_timeout=5):
+            seen.append(ev["object"]["metadata"]["name"])
+    assert seen == ["a"]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [b"HTTP/1.1 200 OK\r\n", b"Content-Length: 8\r\n\r\n", b'{"a": 1}'],
+        [b"HTTP/1.1 200 OK\r\nContent-Len", b"gth: 8\r\n\r\n{", b'"a": 1}'],
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n", b"\r\n8\r\n", b'{"a": 1}\r\n0\r\n\r\n'],
+    ],
+    ids=["head-then-body", "head-split-mid-line", "chunked-split"],
+)
+def test_answer_arriving_in_pieces(parts):
+    """An answer whose head is not whole in the first segment is read line by line, same result."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            for part in parts:
+                conn.sendall(part)
+                time.sleep(0.05)
+            conn.recv(1)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    conn = http1.Connection("127.0.0.1", server.getsockname()[1], timeout=5)
+    resp = conn.request("GET", "/", {}, None)
+    conn.close()
+    server.close()
+    assert (resp.status, resp.body, resp.will_close) == (200, b'{"a": 1}', False)
+
+
+def test_more_headers_than_allowed_is_a_protocol_error(serve):
+    many = "".join(f"X-H{i}: v\r\n" for i in range(http1.MAX_HEADERS + 1))
+    server = serve([f"HTTP/1.1 200 OK\r\n{many}Content-Length: 0\r\n\r\n".encode()])
+    conn = http1.Connection("127.0.0.1", server.port, timeout=5)
+    with pytest.raises(http1.ProtocolError, match="more than"):
+        conn.request("GET", "/", {}, None)
+    conn.close()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harmonic.cluster.leader import LeaderElector
+from harmonic.cluster.leader import LeaderElector, micro_time
 from harmonic.framework.config import LeaderElection
 from harmonic.testing.apiserver import ApiServerDouble
 
@@ -125,3 +125,17 @@ def test_leader_that_cannot_renew_steps_down(api: ApiServerDouble, elector):
     assert a.lost.is_set() and a.remaining() is None
     t.join(5)
     stop.set()
+
+
+@pytest.mark.parametrize(
+    ("t", "text"),
+    [
+        (0.5, "1970-01-01T00:00:00.500000Z"),
+        (1700000000.25, "2023-11-14T22:13:20.250000Z"),
+        (1700000000.999999, "2023-11-14T22:13:20.999999Z"),
+        (1700000001.0, "2023-11-14T22:13:21.000000Z"),
+        (1700000000.25, "2023-11-14T22:13:20.250000Z"),  # an earlier second again
+    ],
+)
+def test_micro_time_is_rfc3339_utc_with_microseconds(t, text):
+    assert micro_time(t) == text

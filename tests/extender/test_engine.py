@@ -264,14 +264,19 @@ def test_cacheless_answers_do_not_depend_on_earlier_requests(history, final):
         assert call(used, verb, p, request) == call(fresh, verb, p, request)
 
 
-def test_same_node_names_resolve_again_after_nodes_change():
-    """The node-names list is resolved once per content and per set of nodes: a node added or
-    removed between two identical requests changes the answer."""
+def cached_fit_extender() -> tuple[InMemoryCluster, Extender]:
+    """An extender with NodeResourcesFit over a synced cache fed by an (empty) in-memory cluster."""
     cluster = InMemoryCluster()
     cache = ClusterCache()
     cluster.subscribe(cache.on_node, cache.on_pod)
     cache.mark_synced()
-    ext = make([{"name": "NodeResourcesFit"}], cache=cache)
+    return cluster, make([{"name": "NodeResourcesFit"}], cache=cache)
+
+
+def test_same_node_names_resolve_again_after_nodes_change():
+    """The node-names list is resolved once per content and per set of nodes: a node added or
+    removed between two identical requests changes the answer."""
+    cluster, ext = cached_fit_extender()
     cluster.add_node(node("a").cap(cpu="4", memory="8Gi", pods=10).obj())
     body = marshal(extender_args(api_pod(pod("p").req(cpu="1").obj()), node_names=["a", "b"]))
 
@@ -313,3 +318,22 @@ def test_preempt_answers_with_the_profiles_own_minimal_victims_and_drops_unresol
     body = {"Pod": cluster.pods["default/p"], "NodeNameToMetaVictims": proposed}
     got = json.loads(ext.preempt(json.dumps(body).encode()))
     assert got == {"NodeNameToMetaVictims": {"n0": {"Pods": [{"UID": "n0-lo0"}], "NumPDBViolations": 0}}}
+
+
+def test_a_changed_pod_between_requests_is_judged_as_it_now_is():
+    """The pod of a filter is compiled once for its prioritize (same bytes); a pod whose bytes
+    differ in the next request is compiled anew, never answered as the previous one."""
+    cluster, ext = cached_fit_extender()
+    cluster.add_node(node("a").cap(cpu="4", memory="8Gi", pods=10).obj())
+    cluster.add_node(node("b").cap(cpu="2", memory="8Gi", pods=10).obj())
+
+    def names(cpu: str) -> list[str]:
+        body = marshal(extender_args(api_pod(pod("p").req(cpu=cpu).obj()), node_names=["a", "b"]))
+        passed: list[str] = json.loads(ext.filter(body))["NodeNames"]
+        assert {h["Host"] for h in json.loads(ext.prioritize(body))} == {"a", "b"}
+        return passed
+
+    assert names("1") == ["a", "b"]
+    assert names("3") == ["a"]
+    assert names("5") == []
+    assert names("1") == ["a", "b"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from harmonic.extender import wire
@@ -85,3 +86,59 @@ def test_echoed_nodes_are_byte_identical_items():
     assert args.nodes is not None
     out = wire.encode_filter_result(passed_nodes=[n.raw for n in args.nodes[:1]])
     assert compact(fixture("nodes.json")[0]) in out
+
+
+@pytest.mark.parametrize(
+    ("hosts", "scores"),
+    [
+        ([], []),
+        (["a"], [0]),
+        (["a", "b", "c"], [10, 3, 0]),
+        (['q"uote', "back\\slash", "ünï\u2028"], [9, 10, 1]),
+    ],
+)
+def test_host_priorities_decode_to_the_scores_given(hosts, scores):
+    expected = [{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)]
+    assert json.loads(wire.encode_host_priorities(hosts, scores)) == expected
+    assert json.loads(wire.encode_host_priorities(hosts, np.asarray(scores, dtype=np.int64))) == expected
+
+
+def test_host_priorities_of_a_reused_list_follow_each_call_scores_and_a_new_list():
+    hosts = [f"node-{i}" for i in range(50)]
+    for scores in ([i % 11 for i in range(50)], [10] * 50, [0] * 50):
+        got = json.loads(wire.encode_host_priorities(hosts, scores))
+        assert got == [{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)]
+    other = [f"other-{i}" for i in range(3)]
+    assert json.loads(wire.encode_host_priorities(other, [1, 2, 3])) == [
+        {"Host": "other-0", "Score": 1},
+        {"Host": "other-1", "Score": 2},
+        {"Host": "other-2", "Score": 3},
+    ]
+    # A list grown in place since the last answer is not answered from the old template.
+    other.append("other-3")
+    assert [e["Host"] for e in json.loads(wire.encode_host_priorities(other, [0, 0, 0, 4]))] == other
+
+
+def test_host_priorities_outside_the_extender_range_are_still_encoded():
+    assert json.loads(wire.encode_host_priorities(["a", "b"], [11, -1])) == [
+        {"Host": "a", "Score": 11},
+        {"Host": "b", "Score": -1},
+    ]
+
+
+def test_filter_result_names_of_a_reused_list_and_of_a_new_one():
+    names = ["a", "b"]
+    for _ in range(2):
+        assert json.loads(wire.encode_filter_result(passed=names))["NodeNames"] == ["a", "b"]
+    assert json.loads(wire.encode_filter_result(passed=["c"]))["NodeNames"] == ["c"]
+    assert json.loads(wire.encode_filter_result(passed=[]))["NodeNames"] == []
+
+
+def test_same_pod_bytes_decode_to_one_manifest_and_other_bytes_to_another():
+    pod = fixture("filter-nodes.json")["Pod"]
+    first = wire.decode_args(compact({"Pod": pod, "NodeNames": ["a"]}))
+    again = wire.decode_args(compact({"Pod": pod, "NodeNames": ["a", "b"]}))
+    assert again.pod is first.pod
+    changed = {**pod, "metadata": {**pod["metadata"], "name": "other"}}
+    other = wire.decode_args(compact({"Pod": changed, "NodeNames": ["a"]}))
+    assert other.pod is not first.pod and other.pod["metadata"]["name"] == "other"

@@ -95,3 +95,25 @@ def test_reparse_reuses_only_when_the_spec_is_unchanged():
     resized = pod("p").req(cpu="2").obj()
     assert reparse_pod(first, resized).requests["cpu"] == 2000
     assert reparse_pod(first, bound(raw, "a")).extra is first.extra
+
+
+def test_reparse_reuses_across_the_servers_metadata_bookkeeping_only():
+    """A binding confirmation from a real API server carries a new resourceVersion (and may carry new
+    managedFields): still no parse. Any other metadata change (a label, deletion) parses again."""
+    raw = pod("p").req(cpu="1").obj()
+    raw = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "7"}}
+    first = parse_pod(raw)
+    written = bound(raw, "a")
+    written["metadata"] = {
+        **raw["metadata"],
+        "resourceVersion": "8",
+        "generation": 2,
+        "managedFields": [{"manager": "kube-scheduler"}],
+    }
+    again = reparse_pod(first, written)
+    assert again.extra is first.extra and again.node_name == "a" and again.raw is written
+    deleting = {**written, "metadata": {**written["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert reparse_pod(first, deleting).deleting
+    relabelled = {**written, "metadata": {**written["metadata"], "labels": {"x": "y"}}}
+    got = reparse_pod(first, relabelled)
+    assert got.extra is not first.extra and got.labels == {"x": "y"}

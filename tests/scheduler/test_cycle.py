@@ -316,3 +316,20 @@ def test_bindings_do_not_rescan_the_unschedulable_pool(monkeypatch):
     h.cluster.delete_pod("default", "small-0")
     h.schedule()
     assert len(looked) == 200
+
+
+def test_a_failing_scheduled_event_loses_no_pod(monkeypatch):
+    """The Scheduled event is recorded in the binding cycle: when recording it fails, the pod is
+    still bound and its binding confirmed in the cache (only the event is missing)."""
+    h = Harness()
+    h.add_nodes([node("a").obj()])
+    h.add_pods([pod("p").obj(), pod("q").obj()])
+
+    def broken(pod, node_name):
+        raise RuntimeError("event sink down")
+
+    monkeypatch.setattr(h.cluster, "report_scheduled", broken)
+    h.schedule()
+    assert h.placement() == {"default/p": "a", "default/q": "a"}
+    assert not h.scheduler.cache.is_assumed("uid-p") and h.scheduler.cache.pod("uid-p") is not None
+    assert h.events("p") == []
