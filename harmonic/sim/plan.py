@@ -330,19 +330,15 @@ class _Builder:
         annotations = None
         usage = self.sc.usage
         if usage is not None and usage.bandwidth.declare:
-            # Each replica declares its share of the service's traffic, every call counted as
-            # leaving the node (the scheduler cannot know where the peers will land).
-            annotations = {
-                str(s["name"]): {
-                    NETWORK_BANDWIDTH: str(
-                        math.ceil(
-                            topo.traffic_bytes_per_second(str(s["name"]), usage.bandwidth.bytes_per_call)
-                            / max(1, w.replicas or int(s.get("replicas", 1)))
-                        )
-                    )
-                }
-                for s in data["services"]
-            }
+            # Each replica declares its share of the service's traffic at the top of its swing, every
+            # call counted as leaving the node (the scheduler cannot know where the peers will land).
+            annotations = {}
+            for svc in data["services"]:
+                name = str(svc["name"])
+                peak = 1 + usage.profile_for(topo.workload(name)).amplitude
+                total = topo.traffic_bytes_per_second(name, usage.bandwidth.bytes_per_call) * peak
+                replicas = max(1, w.replicas or int(svc.get("replicas", 1)))
+                annotations[name] = {NETWORK_BANDWIDTH: str(math.ceil(total / replicas))}
         for raw in deployments(data, ns, w.replicas, annotations):
             label = f"{file}: services[{raw['metadata']['name']}]"
             obj = check_object(raw, label, ns, self.priorities, None, self.inert)

@@ -35,6 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from harmonic.framework.config import parse_duration
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.truth.config import GroundTruth, Routing
+from harmonic.sim.truth.interference import workload_matches
 
 API_VERSION = "harmonic.dev/v1alpha1"
 KIND = "Scenario"
@@ -521,6 +522,11 @@ class UsageSpec(_M):
     exporter_delay: Seconds = 60.0
     exporter_noise: float = Field(default=0.02, ge=0, le=1)
     bandwidth: BandwidthSpec = Field(default_factory=BandwidthSpec)
+
+    def profile_for(self, workload: str) -> UsageProfile:
+        """The first ``workloads`` rule matching ``workload`` (``Kind/namespace/name``) over ``default``."""
+        rule = next((r for r in self.workloads if workload_matches(r.workload, workload)), None)
+        return rule.over(self.default) if rule is not None else self.default
 
 
 class Scenario(_M):

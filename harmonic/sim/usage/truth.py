@@ -31,7 +31,6 @@ from harmonic.api.resources import CPU, MEMORY
 from harmonic.plugins.nodebandwidth import node_bandwidth, pod_bandwidth
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.scenario import USAGE_PROFILE_FIELDS, UsageProfile, UsageSpec
-from harmonic.sim.truth.interference import workload_matches
 from harmonic.sim.usage.alibaba import UsageSeries
 from harmonic.sim.usage.traffic import Traffic
 
@@ -153,8 +152,7 @@ class UsageTruth:
         if found is None:
             found = self.world.plan.trace_usage.get(workload)
             if found is None:
-                rule = next((r for r in self.spec.workloads if workload_matches(r.workload, workload)), None)
-                found = rule.over(self.spec.default) if rule is not None else self.spec.default
+                found = self.spec.profile_for(workload)
             self._profiles[workload] = found
         return found
 

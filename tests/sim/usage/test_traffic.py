@@ -22,7 +22,13 @@ TOPOLOGY = {
     "name": "pair",
     "services": [
         {"name": "caller", "cpu_request": "100m", "memory_request": "64Mi", "replicas": 1},
-        {"name": "callee", "cpu_request": "1", "memory_request": "64Mi", "replicas": 2, "service_time_ms": 10},
+        {
+            "name": "callee",
+            "cpu_request": "1",
+            "memory_request": "64Mi",
+            "replicas": 2,
+            "service_time_ms": 10,
+        },
     ],
     "edges": [{"src": "caller", "dst": "callee", "weight": 2, "bytes": 1000}],
 }
@@ -72,7 +78,10 @@ def test_topology_pods_declare_their_share_of_the_traffic(tmp_path):
 def test_only_calls_between_nodes_cross_a_nic(tmp_path):
     plan = plan_of(_topology_scenario(tmp_path, 10.0), tmp_path)
     traffic = Traffic(plan, lambda w: plan.usage.default)
-    caller, callee = traffic.service_of("Deployment/shop/caller"), traffic.service_of("Deployment/shop/callee")
+    caller, callee = (
+        traffic.service_of("Deployment/shop/caller"),
+        traffic.service_of("Deployment/shop/callee"),
+    )
     svc = np.asarray([caller, callee, callee])
     # Everything on node 0: nothing crosses.
     assert traffic.nic(0.0, svc, np.asarray([0, 0, 0]), 2).tolist() == [0.0, 0.0]
