@@ -18,7 +18,7 @@ from harmonic.signals.usage import (
     prometheus_queries,
 )
 
-Q = prometheus_queries("15m")
+Q = prometheus_queries("15m", pod_window="5m")
 
 
 def _vector(series: list[tuple[dict[str, str], float]]) -> httpx.Response:
@@ -51,6 +51,9 @@ def test_queries_are_node_exporter_and_cadvisor():
         and "container_memory_working_set_bytes" in Q["pod_memory"]
     )
     assert prometheus_queries("5m", "instance")["node_cpu"].startswith("sum by (instance)")
+    # The forecast's pod series rates over 5m by default; the node figures keep the source's window.
+    assert PrometheusUsageSource("http://prom").queries == Q
+    assert "[5m]" in Q["pod_cpu"] and "[15m]" in Q["node_cpu"]
 
 
 def test_prometheus_source_reads_nodes_and_pods():

@@ -29,9 +29,11 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.plugins.nodebandwidth import node_bandwidth, pod_bandwidth
+from harmonic.signals.identity import WorkloadKey, workload_of
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.scenario import USAGE_PROFILE_FIELDS, UsageProfile, UsageSpec
 from harmonic.sim.usage.alibaba import UsageSeries
+from harmonic.sim.usage.forecast_error import HorizonError
 from harmonic.sim.usage.traffic import Traffic
 
 if TYPE_CHECKING:
@@ -142,6 +144,8 @@ class UsageTruth:
             np.zeros(0),
         )
         self.traffic = Traffic(plan, self.profile_of)
+        self._workload_keys: dict[str, WorkloadKey | None] = {}
+        self.horizon_error = HorizonError(self._workload_key)
 
     # ------------------------------------------------------------------ world events
     def start(self) -> None:
@@ -155,6 +159,13 @@ class UsageTruth:
                 found = self.spec.profile_for(workload)
             self._profiles[workload] = found
         return found
+
+    def _workload_key(self, key: str) -> WorkloadKey | None:
+        """The workload as the usage model names it (``signals.identity``), cached per pod."""
+        if key not in self._workload_keys:
+            raw = self.world.cluster.pods.get(key)
+            self._workload_keys[key] = workload_of(parse_pod(raw)) if raw is not None else None
+        return self._workload_keys[key]
 
     def bound(self, rec: PodRecord) -> None:
         assert rec.node is not None
@@ -205,6 +216,7 @@ class UsageTruth:
         return slot
 
     def gone(self, rec: PodRecord) -> None:
+        self._workload_keys.pop(rec.key, None)
         slot = self.slot_of.pop(rec.key, None)
         if slot is not None:
             self.node[slot] = -1
@@ -311,9 +323,11 @@ class UsageTruth:
         self._last = (now, rows, np.minimum(share[nodes], io_row), np.maximum(demand - alloc_cpu, 0.0))
         self._util = (up, alloc_cpu, used_cpu)
         self._io = (advertised, saturated, 1.0 - io_row)
-        self.history.append(
-            Tick(now, node_cpu, node_mem, [self.key[r] for r in rows.tolist()], cpu * share[nodes], mem)
-        )
+        keys = [self.key[r] for r in rows.tolist()]
+        self.history.append(Tick(now, node_cpu, node_mem, keys, cpu * share[nodes], mem))
+        model = self.world.usage_model
+        if model is not None:
+            self.horizon_error.observe(now, keys, cpu * share[nodes], model.view)
         while self.history and self.history[0].time < now - self.keep_seconds:
             self.history.pop(0)
         self.totals.ticks += 1
@@ -425,6 +439,7 @@ def usage_metrics(world: World) -> dict[str, object]:
     if model is not None:
         mape = model.mape()
         out["forecast_cpu_mape"] = round(mape, 6) if mape is not None else None
+        out["forecast_cpu_mape_horizon"] = usage.horizon_error.summary()
     return out
 
 
