@@ -54,6 +54,8 @@ EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
 ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
 _PRESCORE_KEY = "PreScoreLoadAware"
 _COLUMNS = [CPU_COL, MEMORY_COL]
+#: Forecast columns whose per-slot peaks are kept at once (each ``capacity x 2`` floats).
+_PAIR_COLUMNS = 64
 
 
 class LoadAwareArgs(PluginArgs):
@@ -85,6 +87,11 @@ class _NodeForecasts:
         #: Running maximum of ``mean`` over the steps, for pods whose own forecast is flat.
         self.prefix_max = np.zeros((snap.capacity, 2, 1))
         self.dirty: set[int] = set()
+        #: Per forecast column asked for lately: each slot's peak over the whole horizon of its mean plus
+        #: that workload's (``max over steps of (node + pod)``), so a cycle over the full horizon is one
+        #: gather. Rows of slots that changed are recomputed on the next read.
+        self.pair: dict[int, np.ndarray] = {}
+        self.pair_dirty: set[int] = set()
         snap.listeners.append(self)
 
     def follow(self, view: UsageView, snap: Snapshot) -> None:
@@ -106,6 +113,24 @@ class _NodeForecasts:
             self._change(slot, pod, 1)
         self.prefix_max = np.maximum.accumulate(self.mean, axis=2)
         self.dirty.clear()
+        self.pair.clear()
+        self.pair_dirty.clear()
+
+    def pair_peaks(self, col: int, slots: np.ndarray) -> np.ndarray:
+        """Per candidate and resource, the highest of (node mean + the column's pod mean) over the
+        whole horizon."""
+        if self.pair_dirty:
+            rows = np.fromiter(self.pair_dirty, dtype=np.int64, count=len(self.pair_dirty))
+            for c, table in self.pair.items():
+                table[rows] = (self.mean[rows] + self.pod_mean[c]).max(axis=2)
+            self.pair_dirty.clear()
+        table = self.pair.get(col)
+        if table is None:
+            if len(self.pair) >= _PAIR_COLUMNS:
+                self.pair.clear()  # many workloads in turn: bounded memory beats keeping every column
+            table = self.pair[col] = (self.mean + self.pod_mean[col]).max(axis=2)
+        peaks: np.ndarray = table[slots]
+        return peaks
 
     def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:
         """Per candidate and resource, the highest mean over the first ``steps`` steps."""
@@ -127,9 +152,6 @@ class _NodeForecasts:
     def flat(self, pod: Pod) -> np.ndarray:
         return np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
 
-    def known(self, pod: Pod) -> bool:
-        return workload_of(pod) in self.columns
-
     def _change(self, slot: int, pod: Pod, sign: int) -> None:
         if self.view is None or slot >= len(self.mean):
             return  # not following yet, or the snapshot grew: the next follow() rebuilds
@@ -137,6 +159,7 @@ class _NodeForecasts:
         self.mean[slot] += sign * mean
         self.var[slot] += sign * var
         self.dirty.add(slot)
+        self.pair_dirty.add(slot)
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -149,6 +172,7 @@ class _NodeForecasts:
             self.mean[slot] = 0
             self.var[slot] = 0
             self.dirty.add(slot)
+            self.pair_dirty.add(slot)
 
 
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
@@ -190,12 +214,15 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         nodes = self._nodes
         nodes.follow(view, snap)
         steps = min(self._horizon_steps(pod, view), nodes.horizon)
-        if nodes.known(pod):
-            pod_mean, pod_var = nodes.of_pod(pod)
-            mean = nodes.mean[:, :, :steps][slots]
-            mean += pod_mean[:, :steps]
-            peak = mean.max(axis=2)
-            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
+        col = nodes.columns.get(workload_of(pod))
+        if col is not None:
+            if steps == nodes.horizon:
+                peak = nodes.pair_peaks(col, slots)
+            else:
+                mean = nodes.mean[:, :, :steps][slots]
+                mean += nodes.pod_mean[col, :, :steps]
+                peak = mean.max(axis=2)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + nodes.pod_var[col])
         else:  # a flat forecast: the node's own highest step plus the pod's
             peak = nodes.flat_peaks(slots, steps) + nodes.flat(pod)
             peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots])
@@ -218,7 +245,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
             alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
             used = (snap.requested[slots][:, _COLUMNS] + snap.pod_vector(pod)[_COLUMNS]).astype(np.float64)
             shares = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
-        worst = shares.max(axis=1)
+        worst = np.maximum(shares[:, 0], shares[:, 1])  # a reduction over an axis of two is far slower
         state.write(
             _PRESCORE_KEY,
             np.clip(np.floor(MAX_NODE_SCORE * (1 - worst) + 0.5), 0, MAX_NODE_SCORE).astype(np.int64),
@@ -240,7 +267,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         shares = self._shares(pod, snap, slots)
         if shares is None:
             return None
-        bad: np.ndarray = np.any(shares > threshold, axis=1)
+        bad: np.ndarray = (shares[:, 0] > threshold) | (shares[:, 1] > threshold)
         if not bad.any():
             return None
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)
