@@ -121,15 +121,15 @@ class _NodeForecasts:
         whole horizon."""
         if self.pair_dirty:
             rows = np.fromiter(self.pair_dirty, dtype=np.int64, count=len(self.pair_dirty))
-            for c, table in self.pair.items():
-                table[rows] = (self.mean[rows] + self.pod_mean[c]).max(axis=2)
+            for c, kept in self.pair.items():
+                kept[rows] = (self.mean[rows] + self.pod_mean[c]).max(axis=2)
             self.pair_dirty.clear()
-        table = self.pair.get(col)
-        if table is None:
+        found = self.pair.get(col)
+        if found is None:
             if len(self.pair) >= _PAIR_COLUMNS:
                 self.pair.clear()  # many workloads in turn: bounded memory beats keeping every column
-            table = self.pair[col] = (self.mean + self.pod_mean[col]).max(axis=2)
-        peaks: np.ndarray = table[slots]
+            found = self.pair[col] = (self.mean + self.pod_mean[col]).max(axis=2)
+        peaks: np.ndarray = found[slots]
         return peaks
 
     def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:

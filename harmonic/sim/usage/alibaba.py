@@ -177,11 +177,11 @@ def write_trace(
     rollout_hours: float = 0.0,
 ) -> list[Path]:
     """Write container_meta, container_usage, batch_task and batch_instance CSV files in the trace's
-    schema: online apps requesting 2-4x what they use with a periodic peak (relative amplitude
-    ``swing``; each app's phase drawn from ``[0, phase_spread)`` radians, so a small spread makes the
-    apps peak together), batch tasks using about what they plan. With ``rollout_hours`` an app's containers
-start one after another over that time (a rolling scale-up), else all within the first ten minutes.
-Returns the files written."""
+        schema: online apps requesting 2-4x what they use with a periodic peak (relative amplitude
+        ``swing``; each app's phase drawn from ``[0, phase_spread)`` radians, so a small spread makes the
+        apps peak together), batch tasks using about what they plan. With ``rollout_hours`` an app's containers
+    start one after another over that time (a rolling scale-up), else all within the first ten minutes.
+    Returns the files written."""
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     t0 = 86400.0  # the real trace's time stamps start after a day of warm-up
