@@ -127,6 +127,16 @@ def test_model_forecasts_per_pod_usage_of_each_workload_and_scores_itself():
     assert mape is not None and mape < 0.5
 
 
+def test_holt_winters_with_one_season_repeats_it():
+    # 1.5 seasons of a 4-step cycle: the last four steps repeat; the spread is that of y[t] - y[t-4].
+    y = np.array([10.0, 20.0, 30.0, 20.0, 12.0, 22.0])
+    f = holt_winters(y, season=4, horizon=6)
+    assert f.mean.tolist() == [30.0, 20.0, 12.0, 22.0, 30.0, 20.0]
+    assert f.std == pytest.approx(0.0)
+    g = holt_winters(np.array([10.0, 20.0, 30.0, 20.0, 14.0, 22.0]), season=4, horizon=2)
+    assert g.std == pytest.approx(1.0)  # differences 4 and 2
+
+
 def test_holt_winters_without_two_seasons_is_flat_with_the_spread():
     f = holt_winters(np.array([100.0, 120.0, 80.0, 100.0]), season=10, horizon=5)
     assert len(f.mean) == 5 and np.ptp(f.mean) == 0 and f.std > 0
