@@ -50,7 +50,8 @@ class _Usage:
 def _service(nodes: int, names: list[str]) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     stats = {f"node-{i}": NodeStats(float(rng.uniform(0, 2000)), 100.0, 1e9, 1e8) for i in range(nodes)}
-    keys = [WorkloadKey("default", n) for n in names]
+    # SchedulingBasic's init and measured pods live in namespaces sched-0 and sched-1.
+    keys = [WorkloadKey(ns, n) for ns in ("sched-0", "sched-1") for n in names]
     forecasts = {
         k: WorkloadForecast(
             Forecast(rng.uniform(50, 500, 60), 20.0), Forecast(rng.uniform(1e7, 1e8, 60), 1e6)
