@@ -92,6 +92,8 @@ class _NodeForecasts:
         #: Running maximum of ``mean`` over the steps plus ``k`` standard deviations, for pods whose own
         #: forecast is flat: their peak over ``s`` steps is one gather of column ``s - 1`` plus their own.
         self.prefix_max = np.zeros((snap.capacity, 2, 1))
+        #: Its last step, contiguous: what a pod forecast over the whole horizon (the usual case) reads.
+        self.full_peak = np.zeros((snap.capacity, 2))
         self.dirty: set[int] = set()
         #: Per forecast column asked for lately: each slot's peak over the whole horizon of its mean plus
         #: that workload's (``max over steps of (node + pod)``), so a cycle over the full horizon is one
@@ -116,12 +118,16 @@ class _NodeForecasts:
             self.pod_var[col] = (f.cpu.std**2, f.memory.std**2)
         self.mean = np.zeros((snap.capacity, 2, h))
         self.var = np.zeros((snap.capacity, 2))
+        # Sized before the pods are added (flat ones shift these in place), recomputed after.
+        self.prefix_max = np.zeros((snap.capacity, 2, h))
+        self.full_peak = np.zeros((snap.capacity, 2))
+        self.pair.clear()
+        self.pair_table = np.zeros((snap.capacity, _PAIR_COLUMNS, 2))
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
         self.prefix_max = self._flat_rows(slice(None))
+        self.full_peak = np.ascontiguousarray(self.prefix_max[:, :, -1])
         self.dirty.clear()
-        self.pair.clear()
-        self.pair_table = np.zeros((snap.capacity, _PAIR_COLUMNS, 2))
         self.pair_dirty.clear()
 
     def pair_peaks(self, col: int, slots: np.ndarray) -> np.ndarray:
@@ -153,18 +159,12 @@ class _NodeForecasts:
         deviations of the node's forecast."""
         if self.dirty:
             rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
-            self.prefix_max[rows] = self._flat_rows(rows)
+            fresh = self.prefix_max[rows] = self._flat_rows(rows)
+            self.full_peak[rows] = fresh[:, :, -1]
             self.dirty.clear()
-        peaks: np.ndarray = self.prefix_max[:, :, steps - 1][slots]
+        table = self.full_peak if steps == self.horizon else self.prefix_max[:, :, steps - 1]
+        peaks: np.ndarray = table[slots]
         return peaks
-
-    def of_pod(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
-        """The pod's own forecast (2 x horizon, variance per resource): its workload's, else
-        ``requestFraction`` x its requests, flat."""
-        col = self.columns.get(workload_of(pod))
-        if col is not None:
-            return self.pod_mean[col], self.pod_var[col]
-        return np.repeat(self.flat(pod)[:, None], self.horizon, axis=1), np.zeros(2)
 
     def flat(self, pod: Pod) -> np.ndarray:
         cached = pod.extra.get(_FLAT_KEY)
@@ -177,9 +177,19 @@ class _NodeForecasts:
     def _change(self, slot: int, pod: Pod, sign: int) -> None:
         if self.view is None or slot >= len(self.mean):
             return  # not following yet, or the snapshot grew: the next follow() rebuilds
-        mean, var = self.of_pod(pod)
-        self.mean[slot] += sign * mean
-        self.var[slot] += sign * var
+        col = self.columns.get(workload_of(pod))
+        if col is None:
+            # A flat forecast shifts every step by the same amount, and so every running maximum and
+            # every pair peak: no recomputation.
+            flat = sign * self.flat(pod)
+            self.mean[slot] += flat[:, None]
+            self.prefix_max[slot] += flat[:, None]
+            self.full_peak[slot] += flat
+            if self.pair:
+                self.pair_table[slot, : len(self.pair)] += flat
+            return
+        self.mean[slot] += sign * self.pod_mean[col]
+        self.var[slot] += sign * self.pod_var[col]
         self.dirty.add(slot)
         self.pair_dirty.add(slot)
 
