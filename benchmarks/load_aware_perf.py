@@ -9,7 +9,7 @@ SchedulingBasic's pods are bare pods, each its own workload, which the forecast 
 LoadAware's flat-forecast path. With ``--known`` every pod is annotated into one of the forecast
 workloads (``harmonic.dev/workload``), so every cycle and every node takes the seasonal path. Prints
 pods/s of each and their ratio; with ``--cpu-time`` the process's CPU time is measured instead of wall
-time (steadier on a shared machine).
+time (steadier on a shared machine); ``--repeat N`` alternates N runs of each and keeps each's best.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class _Usage:
 def _service(nodes: int, names: list[str]) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     stats = {f"node-{i}": NodeStats(float(rng.uniform(0, 2000)), 100.0, 1e9, 1e8) for i in range(nodes)}
-    keys = [WorkloadKey("default", n) for n in names]
+    # SchedulingBasic's init and measured pods live in namespaces sched-0 and sched-1.
+    keys = [WorkloadKey(ns, n) for ns in ("sched-0", "sched-1") for n in names]
     forecasts = {
         k: WorkloadForecast(
             Forecast(rng.uniform(50, 500, 60), 20.0), Forecast(rng.uniform(1e7, 1e8, 60), 1e6)
@@ -83,13 +84,18 @@ def main() -> None:
     ap.add_argument("--workloads", type=int, default=20)
     ap.add_argument("--cpu-time", action="store_true")
     ap.add_argument("--known", action="store_true", help="pods belong to the forecast workloads")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each profile this many times, alternating; keep each's best",
+    )
     a = ap.parse_args()
     timer = time.process_time if a.cpu_time else time.perf_counter
     factory, _ = WORKLOADS["SchedulingBasic"]
     base = factory(a.nodes, a.init_pods, a.pods)
     registry = default_registry()
     names = [f"w{i}" for i in range(a.workloads)]
-    default = run_workload(base, registry, timer=timer)
     la = replace(
         factory(a.nodes, a.init_pods, a.pods),
         config=LOAD_AWARE,
@@ -99,7 +105,12 @@ def main() -> None:
         la = replace(
             la, init_pods=_annotated(la.init_pods, names), measured_pods=_annotated(la.measured_pods, names)
         )
-    with_la = run_workload(la, registry, timer=timer)
+    runs = []
+    for _ in range(max(1, a.repeat)):
+        # Alternating keeps a shared machine's changing load from favouring one profile.
+        runs.append((run_workload(base, registry, timer=timer), run_workload(la, registry, timer=timer)))
+    default = max((d for d, _ in runs), key=lambda r: r.pods_per_second)
+    with_la = max((w for _, w in runs), key=lambda r: r.pods_per_second)
     clock = "CPU" if a.cpu_time else "wall"
     path = "seasonal (--known)" if a.known else "flat"
     print(

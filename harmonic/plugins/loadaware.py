@@ -31,6 +31,7 @@ KubernetesMetricsServer, as for Trimaran).
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -54,7 +55,12 @@ from harmonic.signals.usage import USAGE_FALLBACKS, UsageView
 EXPECTED_DURATION_ANNOTATION = "harmonic.dev/expected-duration"
 ERR_REASON_FORECAST = "node(s) forecast to exceed the load threshold"
 _PRESCORE_KEY = "PreScoreLoadAware"
+#: Per-pod caches in ``pod.extra``: the flat forecast (request fraction, vector) and the horizon in steps.
+_FLAT_KEY = "LoadAware/flat"
+_STEPS_KEY = "LoadAware/steps"
 _COLUMNS = [CPU_COL, MEMORY_COL]
+#: Forecast columns whose per-slot peaks are kept at once (each ``capacity x 2`` floats).
+_PAIR_COLUMNS = 64
 
 
 class LoadAwareArgs(PluginArgs):
@@ -74,8 +80,9 @@ class _NodeForecasts:
     the sum over the pods it holds, kept current by snapshot events (``O(horizon)`` per event). A new
     view rebuilds it from the snapshot: once per refresh, never per cycle."""
 
-    def __init__(self, snap: Snapshot, request_fraction: float) -> None:
+    def __init__(self, snap: Snapshot, request_fraction: float, peak_stddevs: float) -> None:
         self.frac = request_fraction
+        self.k = peak_stddevs
         self.view: UsageView | None = None
         self.columns: dict[WorkloadKey, int] = {}
         self.horizon = 1
@@ -83,9 +90,18 @@ class _NodeForecasts:
         self.pod_var = np.zeros((0, 2))
         self.mean = np.zeros((snap.capacity, 2, 1))
         self.var = np.zeros((snap.capacity, 2))
-        #: Running maximum of ``mean`` over the steps, for pods whose own forecast is flat.
+        #: Running maximum of ``mean`` over the steps plus ``k`` standard deviations, for pods whose own
+        #: forecast is flat: their peak over ``s`` steps is one gather of column ``s - 1`` plus their own.
         self.prefix_max = np.zeros((snap.capacity, 2, 1))
+        #: Its last step, contiguous: what a pod forecast over the whole horizon (the usual case) reads.
+        self.full_peak = np.zeros((snap.capacity, 2))
         self.dirty: set[int] = set()
+        #: Per forecast column asked for lately: each slot's peak over the whole horizon of its mean plus
+        #: that workload's (``max over steps of (node + pod)``), so a cycle over the full horizon is one
+        #: gather. Rows of slots that changed are recomputed on the next read.
+        self.pair: dict[int, int] = {}  # forecast column -> index in pair_table
+        self.pair_table = np.zeros((snap.capacity, 0, 2))
+        self.pair_dirty: set[int] = set()
         snap.listeners.append(self)
 
     def follow(self, view: UsageView, snap: Snapshot) -> None:
@@ -103,41 +119,80 @@ class _NodeForecasts:
             self.pod_var[col] = (f.cpu.std**2, f.memory.std**2)
         self.mean = np.zeros((snap.capacity, 2, h))
         self.var = np.zeros((snap.capacity, 2))
+        # Sized before the pods are added (flat ones shift these in place), recomputed after.
+        self.prefix_max = np.zeros((snap.capacity, 2, h))
+        self.full_peak = np.zeros((snap.capacity, 2))
+        self.pair.clear()
+        self.pair_table = np.zeros((snap.capacity, _PAIR_COLUMNS, 2))
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
-        self.prefix_max = np.maximum.accumulate(self.mean, axis=2)
+        self.prefix_max = self._flat_rows(slice(None))
+        self.full_peak = np.ascontiguousarray(self.prefix_max[:, :, -1])
         self.dirty.clear()
+        self.pair_dirty.clear()
 
-    def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:
-        """Per candidate and resource, the highest mean over the first ``steps`` steps."""
-        if self.dirty:
-            rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
-            self.prefix_max[rows] = np.maximum.accumulate(self.mean[rows], axis=2)
-            self.dirty.clear()
-        peaks: np.ndarray = self.prefix_max[:, :, steps - 1][slots]
+    def pair_peaks(self, col: int, slots: np.ndarray) -> np.ndarray:
+        """Per candidate and resource, the highest of (node mean + the column's pod mean) over the
+        whole horizon."""
+        if self.pair_dirty:
+            if self.pair:
+                rows = np.fromiter(self.pair_dirty, dtype=np.int64, count=len(self.pair_dirty))
+                cols = np.fromiter(self.pair, dtype=np.int64, count=len(self.pair))
+                both = self.mean[rows][:, None] + self.pod_mean[cols][None]  # rows x columns x 2 x steps
+                self.pair_table[rows[:, None], np.arange(len(cols))] = both.max(axis=3)
+            self.pair_dirty.clear()
+        j = self.pair.get(col)
+        if j is None:
+            if len(self.pair) >= _PAIR_COLUMNS:
+                self.pair.clear()  # many workloads in turn: bounded memory beats keeping every column
+            j = self.pair[col] = len(self.pair)
+            self.pair_table[:, j] = (self.mean + self.pod_mean[col]).max(axis=2)
+        peaks: np.ndarray = self.pair_table[slots, j]
         return peaks
 
-    def of_pod(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
-        """The pod's own forecast (2 x horizon, variance per resource): its workload's, else
-        ``requestFraction`` x its requests, flat."""
-        col = self.columns.get(workload_of(pod))
-        if col is not None:
-            return self.pod_mean[col], self.pod_var[col]
-        return np.repeat(self.flat(pod)[:, None], self.horizon, axis=1), np.zeros(2)
+    def _flat_rows(self, rows: np.ndarray | slice) -> np.ndarray:
+        out: np.ndarray = np.maximum.accumulate(self.mean[rows], axis=2)
+        out += self.k * np.sqrt(np.maximum(self.var[rows], 0.0))[:, :, None]
+        return out
+
+    def flat_peaks(self, slots: np.ndarray, steps: int) -> np.ndarray:
+        """Per candidate and resource, the highest mean over the first ``steps`` steps plus ``k`` standard
+        deviations of the node's forecast."""
+        if self.dirty:
+            rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
+            fresh = self.prefix_max[rows] = self._flat_rows(rows)
+            self.full_peak[rows] = fresh[:, :, -1]
+            self.dirty.clear()
+        table = self.full_peak if steps == self.horizon else self.prefix_max[:, :, steps - 1]
+        peaks: np.ndarray = table[slots]
+        return peaks
 
     def flat(self, pod: Pod) -> np.ndarray:
-        return np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64) * self.frac
-
-    def known(self, pod: Pod) -> bool:
-        return workload_of(pod) in self.columns
+        cached = pod.extra.get(_FLAT_KEY)
+        if cached is None or cached[0] != self.frac:
+            vec = np.array([pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)], dtype=np.float64)
+            cached = pod.extra[_FLAT_KEY] = (self.frac, vec * self.frac)
+        flat: np.ndarray = cached[1]
+        return flat
 
     def _change(self, slot: int, pod: Pod, sign: int) -> None:
         if self.view is None or slot >= len(self.mean):
             return  # not following yet, or the snapshot grew: the next follow() rebuilds
-        mean, var = self.of_pod(pod)
-        self.mean[slot] += sign * mean
-        self.var[slot] += sign * var
+        col = self.columns.get(workload_of(pod))
+        if col is None:
+            # A flat forecast shifts every step by the same amount, and so every running maximum and
+            # every pair peak: no recomputation.
+            flat = sign * self.flat(pod)
+            self.mean[slot] += flat[:, None]
+            self.prefix_max[slot] += flat[:, None]
+            self.full_peak[slot] += flat
+            if self.pair:
+                self.pair_table[slot, : len(self.pair)] += flat
+            return
+        self.mean[slot] += sign * self.pod_mean[col]
+        self.var[slot] += sign * self.pod_var[col]
         self.dirty.add(slot)
+        self.pair_dirty.add(slot)
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -150,6 +205,7 @@ class _NodeForecasts:
             self.mean[slot] = 0
             self.var[slot] = 0
             self.dirty.add(slot)
+            self.pair_dirty.add(slot)
 
 
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
@@ -173,13 +229,19 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         )
 
     def _horizon_steps(self, pod: Pod, view: UsageView) -> int:
+        cached = pod.extra.get(_STEPS_KEY)
+        if cached is not None and cached[0] == (view.step_seconds, self.cfg.horizon_seconds):
+            steps: int = cached[1]
+            return steps
         seconds = self.cfg.horizon_seconds
         text = pod.annotations.get(EXPECTED_DURATION_ANNOTATION)
         if text:
             # A bad annotation keeps the default horizon: it never fails the cycle.
             with contextlib.suppress(ValueError):
                 seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
-        return max(1, int(np.ceil(seconds / max(view.step_seconds, 1e-9))))
+        steps = max(1, math.ceil(seconds / max(view.step_seconds, 1e-9)))
+        pod.extra[_STEPS_KEY] = ((view.step_seconds, self.cfg.horizon_seconds), steps)
+        return steps
 
     def _shares(self, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray | None:
         """Forecast peak share of allocatable CPU and memory per candidate (n x 2), or None to fall back."""
@@ -188,21 +250,26 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
             USAGE_FALLBACKS.labels(self.NAME, view.reason or "stale or no forecast").inc()
             return None
         if self._nodes is None:
-            self._nodes = _NodeForecasts(self.handle.snapshot, self.cfg.request_fraction)
+            self._nodes = _NodeForecasts(
+                self.handle.snapshot, self.cfg.request_fraction, self.cfg.peak_stddevs
+            )
         nodes = self._nodes
         nodes.follow(view, snap)
         steps = min(self._horizon_steps(pod, view), nodes.horizon)
-        if nodes.known(pod):
-            pod_mean, pod_var = nodes.of_pod(pod)
-            mean = nodes.mean[:, :, :steps][slots]
-            mean += pod_mean[:, :steps]
-            peak = mean.max(axis=2)
-            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + pod_var)
-        else:  # a flat forecast: the node's own highest step plus the pod's
-            peak = nodes.flat_peaks(slots, steps) + nodes.flat(pod)
-            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots])
-        share: np.ndarray = peak * self._inverse_allocatable(snap)[slots]
-        return share
+        col = nodes.columns.get(workload_of(pod))
+        if col is not None:
+            if steps == nodes.horizon:
+                peak = nodes.pair_peaks(col, slots)
+            else:
+                mean = nodes.mean[:, :, :steps][slots]
+                mean += nodes.pod_mean[col, :, :steps]
+                peak = mean.max(axis=2)
+            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + nodes.pod_var[col])
+        else:  # a flat forecast: the node's own highest step (and spread) plus the pod's
+            peak = nodes.flat_peaks(slots, steps)
+            peak += nodes.flat(pod)
+        peak *= self._inverse_allocatable(snap)[slots]
+        return peak
 
     def _inverse_allocatable(self, snap: Snapshot) -> np.ndarray:
         """1 / allocatable CPU and memory per slot (a share past any threshold where nothing is allocatable),
@@ -220,11 +287,13 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
             alloc = snap.allocatable[slots][:, _COLUMNS].astype(np.float64)
             used = (snap.requested[slots][:, _COLUMNS] + snap.pod_vector(pod)[_COLUMNS]).astype(np.float64)
             shares = np.divide(used, alloc, out=np.full(used.shape, np.inf), where=alloc > 0)
-        worst = shares.max(axis=1)
-        state.write(
-            _PRESCORE_KEY,
-            np.clip(np.floor(MAX_NODE_SCORE * (1 - worst) + 0.5), 0, MAX_NODE_SCORE).astype(np.int64),
-        )
+        worst = np.maximum(shares[:, 0], shares[:, 1])  # a reduction over an axis of two is far slower
+        # round(100 * (1 - worst)), half up, clipped to 0..100, in place.
+        worst *= -MAX_NODE_SCORE
+        worst += MAX_NODE_SCORE + 0.5
+        np.floor(worst, out=worst)
+        np.clip(worst, 0, MAX_NODE_SCORE, out=worst)
+        state.write(_PRESCORE_KEY, worst.astype(np.int64))
         return None
 
     def score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> np.ndarray:
@@ -242,7 +311,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
         shares = self._shares(pod, snap, slots)
         if shares is None:
             return None
-        bad: np.ndarray = np.any(shares > threshold, axis=1)
+        bad: np.ndarray = (shares[:, 0] > threshold) | (shares[:, 1] > threshold)
         if not bad.any():
             return None
         return Verdicts.failing(bad, Code.UNSCHEDULABLE, ERR_REASON_FORECAST)

@@ -16,6 +16,7 @@ from harmonic.plugins.imagelocality import ImageLocality
 from harmonic.plugins.interpodaffinity import InterPodAffinity
 from harmonic.plugins.loadaware import LoadAware
 from harmonic.plugins.nodeaffinity import NodeAffinity
+from harmonic.plugins.nodebandwidth import NodeBandwidth
 from harmonic.plugins.nodename import NodeName
 from harmonic.plugins.nodeports import NodePorts
 from harmonic.plugins.noderesourcesfit import NodeResourcesFit
@@ -44,6 +45,7 @@ IN_TREE = (
     LoadAware,
     LoadVariationRiskBalancing,
     NodeAffinity,
+    NodeBandwidth,
     NodeName,
     NodePorts,
     NodeResourcesBalancedAllocation,

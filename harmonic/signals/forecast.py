@@ -3,7 +3,9 @@
 ``holt_winters(y, season)`` smooths a level and a seasonal profile of length ``season`` (steps) through
 the history ``y`` (oldest first), picking the smoothing constants from a small grid by one-step-ahead
 squared error, and returns a ``Forecast``: the mean for each of the next ``horizon`` steps and the
-standard deviation of the one-step errors. With less than two seasons of history there is no seasonal
+standard deviation of the one-step errors. With one season of history but not two, the last season
+repeats (seasonal naive), its spread that of the season-on-season differences (or of the one-step
+errors of a smoothed level while there are none); with less than one season there is no seasonal
 profile yet: the forecast is the smoothed level (simple exponential smoothing), flat. With
 ``statsmodels`` installed (``pip install harmonic[forecast]``) and ``backend="statsmodels"``, its
 ``ExponentialSmoothing`` fits the same model by maximum likelihood instead.
@@ -64,6 +66,11 @@ def holt_winters(y: np.ndarray, season: int, horizon: int, backend: str = "numpy
     horizon = max(1, horizon)
     if len(y) == 0:
         return Forecast(np.zeros(horizon), 0.0)
+    if season >= 2 and season <= len(y) < 2 * season:
+        steps = np.arange(horizon) % season
+        diffs = y[season:] - y[:-season]
+        spread = float(diffs.std()) if len(diffs) > 1 else float(np.sqrt(_ses(y)[1]))
+        return Forecast(np.maximum(y[-season:][steps], 0.0), spread)
     if season < 2 or len(y) < 2 * season:
         level, mse = _ses(y)
         std = max(float(np.sqrt(mse)), float(y.std()) if len(y) > 1 else 0.0)

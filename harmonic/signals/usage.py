@@ -97,8 +97,16 @@ POD_CPU = 'sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{{cont
 POD_MEMORY = 'sum by (namespace, pod) (container_memory_working_set_bytes{{container!=""}})'
 
 
-def prometheus_queries(window: str, node_label: str = "node") -> dict[str, str]:
-    """The PromQL the source sends, by role."""
+#: Rate window of the per-pod CPU series the forecast learns from: kube-prometheus' usual 5m. A longer
+#: one (load-watcher's 15m, kept for the node figures Trimaran reads) lags and flattens a swing the
+#: forecast steps through minute by minute.
+POD_RATE_WINDOW = "5m"
+
+
+def prometheus_queries(
+    window: str, node_label: str = "node", pod_window: str | None = None
+) -> dict[str, str]:
+    """The PromQL the source sends, by role (``pod_window``: the pod CPU rate's, default ``window``)."""
     parts = {
         "node_cpu": NODE_CPU,
         "node_cpu_std": NODE_CPU_STD,
@@ -107,7 +115,10 @@ def prometheus_queries(window: str, node_label: str = "node") -> dict[str, str]:
         "pod_cpu": POD_CPU,
         "pod_memory": POD_MEMORY,
     }
-    return {k: v.format(node=node_label, window=window) for k, v in parts.items()}
+    return {
+        k: v.format(node=node_label, window=pod_window if k == "pod_cpu" and pod_window else window)
+        for k, v in parts.items()
+    }
 
 
 def _value(series: Mapping[str, Any]) -> float:
@@ -123,13 +134,14 @@ class PrometheusUsageSource:
     url: str
     window: str = "15m"
     node_label: str = "node"
+    pod_window: str = POD_RATE_WINDOW
     timeout: float = 5.0
     headers: Mapping[str, str] = field(default_factory=dict)
     name: str = "prometheus/usage"
     transport: httpx.BaseTransport | None = None
 
     def __post_init__(self) -> None:
-        self.queries = prometheus_queries(self.window, self.node_label)
+        self.queries = prometheus_queries(self.window, self.node_label, self.pod_window)
         self._client = httpx.Client(
             base_url=self.url.rstrip("/"),
             timeout=self.timeout,

@@ -18,6 +18,7 @@ from typing import Any
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import REGION_LABEL, ZONE_LABEL, parse_node
 from harmonic.api.selectors import LabelSelector, label_selector
+from harmonic.plugins.nodebandwidth import NETWORK_BANDWIDTH
 from harmonic.sim import trace as tr
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.limits import Budget
@@ -325,12 +326,25 @@ class _Builder:
     def _topology(self, i: int, w: TopologyWorkload) -> None:
         data, file = load_topology(w.topology, self.base, self.source, f"workloads[{i}].topology")
         ns = w.namespace or _namespace_of(str(data.get("name") or "topology"))
-        for raw in deployments(data, ns, w.replicas):
+        topo = instance(data, ns, w.user_rate, w.routing or self.sc.routing)
+        annotations = None
+        usage = self.sc.usage
+        if usage is not None and usage.bandwidth.declare:
+            # Each replica declares its share of the service's traffic at the top of its swing, every
+            # call counted as leaving the node (the scheduler cannot know where the peers will land).
+            annotations = {}
+            for svc in data["services"]:
+                name = str(svc["name"])
+                peak = 1 + usage.profile_for(topo.workload(name)).amplitude
+                total = topo.traffic_bytes_per_second(name, usage.bandwidth.bytes_per_call) * peak
+                replicas = max(1, w.replicas or int(svc.get("replicas", 1)))
+                annotations[name] = {NETWORK_BANDWIDTH: str(math.ceil(total / replicas))}
+        for raw in deployments(data, ns, w.replicas, annotations):
             label = f"{file}: services[{raw['metadata']['name']}]"
             obj = check_object(raw, label, ns, self.priorities, None, self.inert)
             assert obj is not None
             self.create(obj, w.at, None, f"workloads[{i}]")
-        self.topologies.append(instance(data, ns, w.user_rate, w.routing or self.sc.routing))
+        self.topologies.append(topo)
 
     def _arrivals(self, i: int, w: ArrivalsWorkload) -> None:
         where = f"{self.source}: workloads[{i}].template"

@@ -35,6 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from harmonic.framework.config import parse_duration
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.truth.config import GroundTruth, Routing
+from harmonic.sim.truth.interference import workload_matches
 
 API_VERSION = "harmonic.dev/v1alpha1"
 KIND = "Scenario"
@@ -478,6 +479,8 @@ USAGE_PROFILE_FIELDS = (
     "noise",
     "burst_probability",
     "burst_factor",
+    "network",
+    "disk",
 )
 
 
@@ -500,6 +503,10 @@ class UsageProfile(_M):
     noise: float = Field(default=0.1, ge=0, le=2)
     burst_probability: float = Field(default=0.0, ge=0, le=1)
     burst_factor: float = Field(default=2.0, ge=1, le=20)
+    #: Mean network / disk use as a fraction of the bandwidth the pod declares (NodeBandwidth's
+    #: request or annotation); topology services use what their traffic carries instead.
+    network: float = Field(default=1.0, ge=0, le=20)
+    disk: float = Field(default=1.0, ge=0, le=20)
 
 
 class WorkloadUsage(_M):
@@ -515,12 +522,24 @@ class WorkloadUsage(_M):
     noise: float | None = Field(default=None, ge=0, le=2)
     burst_probability: float | None = Field(default=None, ge=0, le=1)
     burst_factor: float | None = Field(default=None, ge=1, le=20)
+    network: float | None = Field(default=None, ge=0, le=20)
+    disk: float | None = Field(default=None, ge=0, le=20)
 
     def over(self, base: UsageProfile) -> UsageProfile:
         changes: dict[str, Any] = {
             f: getattr(self, f) for f in USAGE_PROFILE_FIELDS if getattr(self, f) is not None
         }
         return base.model_copy(update=changes)
+
+
+class BandwidthSpec(_M):
+    """``usage.bandwidth``: what topology traffic weighs on NICs (docs/load-aware.md)."""
+
+    #: Bytes one call moves (request and response) on a topology edge that gives no ``bytes``.
+    bytes_per_call: float = Field(default=16384.0, gt=0, le=1e9)
+    #: Topology pods declare their share of their service's traffic as the annotation
+    #: ``harmonic.dev/network-bandwidth`` (every call counted as crossing the NIC).
+    declare: bool = True
 
 
 class UsageSpec(_M):
@@ -537,6 +556,12 @@ class UsageSpec(_M):
     #: How the simulated node-exporter/cAdvisor/metrics-server report: reporting delay and noise.
     exporter_delay: Seconds = 60.0
     exporter_noise: float = Field(default=0.02, ge=0, le=1)
+    bandwidth: BandwidthSpec = Field(default_factory=BandwidthSpec)
+
+    def profile_for(self, workload: str) -> UsageProfile:
+        """The first ``workloads`` rule matching ``workload`` (``Kind/namespace/name``) over ``default``."""
+        rule = next((r for r in self.workloads if workload_matches(r.workload, workload)), None)
+        return rule.over(self.default) if rule is not None else self.default
 
 
 class Scenario(_M):

@@ -4,7 +4,8 @@ Each service becomes a Deployment ``<service>`` in the topology's namespace: ``r
 container requesting ``cpu_request``/``memory_request``, labelled ``app``, ``app.kubernetes.io/name``,
 ``app.kubernetes.io/part-of`` (the topology) and ``app.kubernetes.io/component`` (the service's kind).
 
-Each service may give ``service_time_ms``: the time one call takes at an idle, undisturbed replica (the
+Each edge may give ``bytes``: what one call moves, request and response (for the NIC load of
+``usage.bandwidth``, docs/load-aware.md). Each service may give ``service_time_ms``: the time one call takes at an idle, undisturbed replica (the
 ground truth's default when absent). How calls spread over replicas, and what they cost, is the ground
 truth's business (``harmonic.sim.truth``).
 """
@@ -31,6 +32,8 @@ class Edge:
     dst: str
     #: Calls per user action.
     weight: float
+    #: Bytes one call moves, request and response (``bytes``; the scenario's default when absent).
+    bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,19 @@ class TopologyInstance:
     def workload(self, service: str) -> str:
         """The key of the Deployment that runs ``service`` (the engine's workload identity)."""
         return f"Deployment/{self.namespace}/{service}"
+
+    def calls_per_second(self, service: str) -> float:
+        """Calls into ``service`` per second at the topology's user rate."""
+        return self.user_rate * sum(e.weight for e in self.edges if e.dst == service)
+
+    def traffic_bytes_per_second(self, service: str, default_bytes: float) -> float:
+        """Bytes per second ``service`` sends and receives on its edges, every call counted."""
+        return self.user_rate * sum(
+            e.weight
+            * (e.bytes if e.bytes is not None else default_bytes)
+            * ((e.src == service) + (e.dst == service))
+            for e in self.edges
+        )
 
 
 def bundled_topologies() -> list[str]:
@@ -117,6 +133,9 @@ def validate_topology(data: Any, source: str) -> None:
         w = edge.get("weight")
         if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < math.inf:
             raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
+        b = edge.get("bytes")
+        if b is not None and (not isinstance(b, int | float) or isinstance(b, bool) or not 0 <= b < 1e12):
+            raise ScenarioError(source, f"edges[{i}].bytes", f"{b!r} must be a number of bytes >= 0")
 
 
 def instance(
@@ -127,7 +146,12 @@ def instance(
         namespace=namespace,
         user_rate=user_rate,
         services=tuple(str(s["name"]) for s in data["services"]),
-        edges=tuple(Edge(str(e["src"]), str(e["dst"]), float(e["weight"])) for e in data["edges"]),
+        edges=tuple(
+            Edge(
+                str(e["src"]), str(e["dst"]), float(e["weight"]), float(e["bytes"]) if "bytes" in e else None
+            )
+            for e in data["edges"]
+        ),
         routing=routing,
         service_time_ms=tuple(
             (str(s["name"]), float(s["service_time_ms"])) for s in data["services"] if "service_time_ms" in s
@@ -135,8 +159,14 @@ def instance(
     )
 
 
-def deployments(data: Mapping[str, Any], namespace: str, replicas: int | None) -> list[dict[str, Any]]:
-    """The Deployment manifests of a topology's services."""
+def deployments(
+    data: Mapping[str, Any],
+    namespace: str,
+    replicas: int | None,
+    annotations: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """The Deployment manifests of a topology's services; ``annotations`` (service -> annotations) go on
+    their pods."""
     part_of = str(data.get("name") or namespace)
     out = []
     for s in data["services"]:
@@ -154,6 +184,9 @@ def deployments(data: Mapping[str, Any], namespace: str, replicas: int | None) -
         if "memory_request" in s:
             requests["memory"] = str(s["memory_request"])
         container: dict[str, Any] = {"name": "server", "image": f"{part_of}/{name}"}
+        template_meta: dict[str, Any] = {"labels": labels}
+        if annotations and annotations.get(name):
+            template_meta["annotations"] = dict(annotations[name])
         if requests:
             container["resources"] = {"requests": requests}
         out.append(
@@ -164,7 +197,7 @@ def deployments(data: Mapping[str, Any], namespace: str, replicas: int | None) -
                 "spec": {
                     "replicas": replicas if replicas is not None else int(s.get("replicas", 1)),
                     "selector": {"matchLabels": {"app": name}},
-                    "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+                    "template": {"metadata": template_meta, "spec": {"containers": [container]}},
                 },
             }
         )

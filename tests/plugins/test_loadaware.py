@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harmonic.api.pod import parse_pod
 from harmonic.conformance import build
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.status import Code
@@ -130,3 +131,44 @@ def test_more_pods_never_raise_a_nodes_score(extra_n1, extra_n2, cpu):
     after = dict(zip(names, plugin.score(state, p, snap, slots).tolist(), strict=True))
     assert all(0 <= v <= 100 for v in after.values())
     assert all(after[n] <= base[n] for n in names)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["peaky", "steady", "unknown"]), st.sampled_from(["n1", "n2"]), st.booleans()), max_size=8),
+    st.booleans(),
+    st.booleans(),
+)  # fmt: skip
+def test_kept_forecasts_follow_pods_bound_and_removed(changes, known, one_step):
+    """Property: one plugin instance scoring as pods come and go (its per-slot forecasts, running maxima
+    and per-workload peaks kept by snapshot events; pods of unknown workloads shift them in place)
+    scores exactly as a plugin built afresh on the final pods, for a pod of a known workload and not, over
+    the whole horizon and one step."""
+    incoming = pod("peaky-x").owner("ReplicaSet", "peaky") if known else pod("x")
+    if one_step:  # a horizon shorter than the forecast's takes the per-step paths
+        incoming = incoming.annotation("harmonic.dev/expected-duration", "1m")
+    incoming = incoming.req(cpu="500m").obj()
+    case = {"plugin": "LoadAware", "args": {}, "pod": incoming, "nodes": NODES, "existingPods": EXISTING, "services": {"node_usage": _Service(_view(peaky_std=50))}}  # fmt: skip
+
+    def scores(built) -> list[int]:
+        plugin, p, snap, names = built
+        slots = np.asarray([snap.slot(n) for n in names])
+        state = CycleState()
+        plugin.pre_score(state, p, snap, slots)
+        return plugin.score(state, p, snap, slots).tolist()
+
+    kept = build(case)
+    snap = kept[2]
+    scores(kept)
+    added: list[tuple[dict, str]] = []
+    for i, (workload, where, remove) in enumerate(changes):
+        if remove and added:
+            raw, on = added.pop()
+            snap.remove_pod(parse_pod(raw), on)
+        else:
+            raw = _replica(workload, 100 + i, where, cpu="50m")  # small: scores stay off their 0 floor
+            snap.add_pod(parse_pod(raw), where)
+            added.append((raw, where))
+        scores(kept)
+    fresh = build({**case, "existingPods": EXISTING + [raw for raw, _ in added]})
+    assert scores(kept) == scores(fresh)

@@ -18,7 +18,7 @@ from harmonic.signals.usage import (
     prometheus_queries,
 )
 
-Q = prometheus_queries("15m")
+Q = prometheus_queries("15m", pod_window="5m")
 
 
 def _vector(series: list[tuple[dict[str, str], float]]) -> httpx.Response:
@@ -51,6 +51,9 @@ def test_queries_are_node_exporter_and_cadvisor():
         and "container_memory_working_set_bytes" in Q["pod_memory"]
     )
     assert prometheus_queries("5m", "instance")["node_cpu"].startswith("sum by (instance)")
+    # The forecast's pod series rates over 5m by default; the node figures keep the source's window.
+    assert PrometheusUsageSource("http://prom").queries == Q
+    assert "[5m]" in Q["pod_cpu"] and "[15m]" in Q["node_cpu"]
 
 
 def test_prometheus_source_reads_nodes_and_pods():
@@ -122,6 +125,16 @@ def test_model_forecasts_per_pod_usage_of_each_workload_and_scores_itself():
     assert set(v.workloads) == {key}
     mape = model.mape()
     assert mape is not None and mape < 0.5
+
+
+def test_holt_winters_with_one_season_repeats_it():
+    # 1.5 seasons of a 4-step cycle: the last four steps repeat; the spread is that of y[t] - y[t-4].
+    y = np.array([10.0, 20.0, 30.0, 20.0, 12.0, 22.0])
+    f = holt_winters(y, season=4, horizon=6)
+    assert f.mean.tolist() == [30.0, 20.0, 12.0, 22.0, 30.0, 20.0]
+    assert f.std == pytest.approx(0.0)
+    g = holt_winters(np.array([10.0, 20.0, 30.0, 20.0, 14.0, 22.0]), season=4, horizon=2)
+    assert g.std == pytest.approx(1.0)  # differences 4 and 2
 
 
 def test_holt_winters_without_two_seasons_is_flat_with_the_spread():

@@ -172,10 +172,16 @@ def write_trace(
     hours: float = 4.0,
     period_hours: float = 1.0,
     step: float = 60.0,
+    swing: float = 0.6,
+    phase_spread: float = 2 * math.pi,
+    rollout_hours: float = 0.0,
 ) -> list[Path]:
     """Write container_meta, container_usage, batch_task and batch_instance CSV files in the trace's
-    schema: online apps requesting 2-4x what they use with a periodic peak, batch tasks using about
-    what they plan. Returns the files written."""
+        schema: online apps requesting 2-4x what they use with a periodic peak (relative amplitude
+        ``swing``; each app's phase drawn from ``[0, phase_spread)`` radians, so a small spread makes the
+        apps peak together), batch tasks using about what they plan. With ``rollout_hours`` an app's containers
+    start one after another over that time (a rolling scale-up), else all within the first ten minutes.
+    Returns the files written."""
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     t0 = 86400.0  # the real trace's time stamps start after a day of warm-up
@@ -187,13 +193,13 @@ def write_trace(
         cpu_req = int(rng.choice([100, 200, 400]))
         mem = round(float(rng.uniform(1.0, 4.0)), 2)
         mean = float(rng.uniform(0.25, 0.5))
-        phase = float(rng.uniform(0, 2 * math.pi))
+        phase = float(rng.uniform(0, phase_spread))
         for c in range(containers_per_app):
             cid = f"c_{a * containers_per_app + c + 1}"
-            created = t0 + float(rng.integers(0, 600))
+            created = t0 + float(rng.integers(0, 600)) + c * rollout_hours * 3600 / containers_per_app
             meta.append([cid, f"m_{c + 1}", int(created), app, "started", cpu_req, cpu_req, mem])
             for t in np.arange(created, end, step):
-                wave = 1 + 0.6 * math.sin(2 * math.pi * (t - t0) / (period_hours * 3600) + phase)
+                wave = 1 + swing * math.sin(2 * math.pi * (t - t0) / (period_hours * 3600) + phase)
                 cpu = min(100, max(0, round(100 * mean * wave * (1 + 0.1 * rng.standard_normal()))))
                 memu = min(100, max(0, round(100 * (0.5 + 0.05 * rng.standard_normal()))))
                 usage.append(
@@ -239,8 +245,25 @@ def _main() -> None:
     p.add_argument("--apps", type=int, default=6)
     p.add_argument("--jobs", type=int, default=12)
     p.add_argument("--hours", type=float, default=4.0)
+    p.add_argument("--containers", type=int, default=4, help="containers per app")
+    p.add_argument("--swing", type=float, default=0.6, help="relative amplitude of the apps' hourly swing")
+    p.add_argument(
+        "--phase-spread", type=float, default=2 * math.pi, help="apps' phases drawn from [0, this) radians"
+    )
+    p.add_argument("--rollout-hours", type=float, default=0.0, help="start each app's containers over this")
     a = p.parse_args()
-    for path in write_trace(a.out, a.seed, a.apps, jobs=a.jobs, hours=a.hours):
+    written = write_trace(
+        a.out,
+        a.seed,
+        a.apps,
+        a.containers,
+        a.jobs,
+        a.hours,
+        swing=a.swing,
+        phase_spread=a.phase_spread,
+        rollout_hours=a.rollout_hours,
+    )
+    for path in written:
         print(path)
 
 

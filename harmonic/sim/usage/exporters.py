@@ -21,7 +21,7 @@ import numpy as np
 from harmonic.api.pod import parse_pod
 from harmonic.framework.config import Profile
 from harmonic.signals.identity import WorkloadKey, workload_of
-from harmonic.signals.usage import PrometheusUsageSource, UsageModel, prometheus_queries
+from harmonic.signals.usage import POD_RATE_WINDOW, PrometheusUsageSource, UsageModel, prometheus_queries
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
@@ -39,11 +39,14 @@ def _seconds(window: str) -> float:
 
 
 class SimulatedUsagePrometheus(httpx.BaseTransport):
-    def __init__(self, world: World, truth: UsageTruth, window: str = "15m") -> None:
+    def __init__(
+        self, world: World, truth: UsageTruth, window: str = "15m", pod_window: str = POD_RATE_WINDOW
+    ) -> None:
         self._world = world
         self._truth = truth
         self._window = _seconds(window)
-        self._roles = {q: role for role, q in prometheus_queries(window).items()}
+        self._pod_window = _seconds(pod_window)
+        self._roles = {q: role for role, q in prometheus_queries(window, pod_window=pod_window).items()}
         self._queries = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -57,7 +60,8 @@ class SimulatedUsagePrometheus(httpx.BaseTransport):
             )
         now = self._world.now()
         end = now - self._truth.spec.exporter_delay
-        ticks = [t for t in self._truth.history if end - self._window <= t.time <= end]
+        window = self._pod_window if role == "pod_cpu" else self._window
+        ticks = [t for t in self._truth.history if end - window <= t.time <= end]
         self._queries += 1
         rng = np.random.default_rng([self._world.plan.seed, self._queries])
         series = self._node_series(role, ticks) if role.startswith("node") else self._pod_series(role, ticks)

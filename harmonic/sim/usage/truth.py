@@ -28,11 +28,14 @@ import numpy as np
 
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
+from harmonic.plugins.nodebandwidth import node_bandwidth, pod_bandwidth
+from harmonic.signals.identity import WorkloadKey, workload_of
 from harmonic.sim.metrics import EXTRA_METRICS
 from harmonic.sim.records import PodRecord
 from harmonic.sim.scenario import USAGE_PROFILE_FIELDS, UsageProfile, UsageSpec
-from harmonic.sim.truth.interference import workload_matches
 from harmonic.sim.usage.alibaba import UsageSeries
+from harmonic.sim.usage.forecast_error import HorizonError
+from harmonic.sim.usage.traffic import Traffic
 
 if TYPE_CHECKING:
     from harmonic.sim.engine import World
@@ -82,6 +85,13 @@ class UsageTotals:
     util_std_sum: float = 0.0
     util_seconds: float = 0.0
     lost_progress_seconds: float = 0.0
+    #: Node-seconds of nodes advertising a network / disk bandwidth, and of those saturated.
+    network_node_seconds: float = 0.0
+    network_saturated_seconds: float = 0.0
+    disk_node_seconds: float = 0.0
+    disk_saturated_seconds: float = 0.0
+    #: Pod-seconds of progress lost to saturated NICs and disks (every pod, services included).
+    bandwidth_lost_pod_seconds: float = 0.0
     ticks: int = 0
     #: Per tick: time, mean and stdev of node CPU utilisation, hot nodes (for the report).
     series: list[tuple[float, float, float, int]] = field(default_factory=list)
@@ -106,6 +116,10 @@ class UsageTruth:
         self.series_id = np.full(cap, -1, dtype=np.int64)
         self.timed = np.zeros(cap, dtype=bool)
         self.lost = np.zeros(cap)
+        #: Topology service index (-1: none), declared network and disk bandwidth (bytes/s).
+        self.svc = np.full(cap, -1, dtype=np.int64)
+        self.net_decl = np.zeros(cap)
+        self.disk_decl = np.zeros(cap)
         self.params = np.zeros((len(_PARAMS), cap))
         self.key: list[str] = [""] * cap
         self.slot_of: dict[str, int] = {}
@@ -124,6 +138,15 @@ class UsageTruth:
             np.zeros(0),
             np.zeros(0),
         )
+        #: Per node at the last tick: advertises / saturated, network then disk; per row, bandwidth loss.
+        self._io: tuple[np.ndarray, np.ndarray, np.ndarray] = (
+            np.zeros((0, 2), dtype=bool),
+            np.zeros((0, 2), dtype=bool),
+            np.zeros(0),
+        )
+        self.traffic = Traffic(plan, self.profile_of)
+        self._workload_keys: dict[str, WorkloadKey | None] = {}
+        self.horizon_error = HorizonError(self._workload_key)
 
     # ------------------------------------------------------------------ world events
     def start(self) -> None:
@@ -134,10 +157,16 @@ class UsageTruth:
         if found is None:
             found = self.world.plan.trace_usage.get(workload)
             if found is None:
-                rule = next((r for r in self.spec.workloads if workload_matches(r.workload, workload)), None)
-                found = rule.over(self.spec.default) if rule is not None else self.spec.default
+                found = self.spec.profile_for(workload)
             self._profiles[workload] = found
         return found
+
+    def _workload_key(self, key: str) -> WorkloadKey | None:
+        """The workload as the usage model names it (``signals.identity``), cached per pod."""
+        if key not in self._workload_keys:
+            raw = self.world.cluster.pods.get(key)
+            self._workload_keys[key] = workload_of(parse_pod(raw)) if raw is not None else None
+        return self._workload_keys[key]
 
     def bound(self, rec: PodRecord) -> None:
         assert rec.node is not None
@@ -154,6 +183,9 @@ class UsageTruth:
         )
         self.timed[slot] = rec.run_for is not None
         self.lost[slot] = 0.0
+        self.svc[slot] = self.traffic.service_of(rec.workload)
+        declared = pod_bandwidth(pod)
+        self.net_decl[slot], self.disk_decl[slot] = (0.0, 0.0) if isinstance(declared, str) else declared
         prof = self.profile_of(rec.workload)
         if isinstance(prof, UsageSeries):
             sid = self._series_index.setdefault(rec.workload, len(self.series))
@@ -174,7 +206,8 @@ class UsageTruth:
             n = len(self.node)
             self.node = np.concatenate([self.node, np.full(n, -1, dtype=np.int64)])
             self.series_id = np.concatenate([self.series_id, np.full(n, -1, dtype=np.int64)])
-            for name in ("cpu_req", "mem_req", "lost"):
+            self.svc = np.concatenate([self.svc, np.full(n, -1, dtype=np.int64)])
+            for name in ("cpu_req", "mem_req", "lost", "net_decl", "disk_decl"):
                 setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n)]))
             self.priority = np.concatenate([self.priority, np.zeros(n, dtype=np.int64)])
             self.hash = np.concatenate([self.hash, np.zeros(n, dtype=np.uint64)])
@@ -184,6 +217,7 @@ class UsageTruth:
         return slot
 
     def gone(self, rec: PodRecord) -> None:
+        self._workload_keys.pop(rec.key, None)
         slot = self.slot_of.pop(rec.key, None)
         if slot is not None:
             self.node[slot] = -1
@@ -199,10 +233,12 @@ class UsageTruth:
         return owed if owed >= 1.0 else 0.0
 
     # ------------------------------------------------------------------ the tick
-    def demand(self, t: float, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """CPU (millicores) and memory (bytes) demand of the pods in ``rows`` at time ``t``."""
+    def demand(self, t: float, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """CPU (millicores), memory (bytes), network and disk (bytes/s) demand of the pods in ``rows``
+        (every running pod on an up node) at time ``t``; topology services' network is the NIC load
+        ``traffic.nic`` computes per node, not theirs."""
         p = self.params[:, rows]
-        cpu_f, mem_f, amp, mamp, period, phase, noise, bp, bf = p
+        cpu_f, mem_f, amp, mamp, period, phase, noise, bp, bf, net_f, disk_f = p
         sid = self.series_id[rows]
         for s in np.unique(sid[sid >= 0]).tolist():
             mine = sid == s
@@ -217,12 +253,19 @@ class UsageTruth:
         u1, u2, u3 = _uniform(h, 1), _uniform(h, 2), _uniform(h, 3)
         z = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)
         burst = np.where(u3 < bp, bf, 1.0)
-        cpu = self.cpu_req[rows] * cpu_f * (1 + amp * wave) * np.maximum(0.0, 1 + noise * z) * burst
+        svc = self.svc[rows]
+        by_rate = self.traffic.cpu(svc)
+        base = np.where(np.isnan(by_rate), self.cpu_req[rows] * cpu_f, by_rate)
+        swing = (1 + amp * wave) * np.maximum(0.0, 1 + noise * z)
+        cpu = base * swing * burst
         mem = self.mem_req[rows] * mem_f * (1 + mamp * wave) * np.maximum(0.0, 1 + 0.5 * noise * z)
-        return cpu, mem
+        net = np.where(svc >= 0, 0.0, self.net_decl[rows] * net_f * swing)
+        disk = self.disk_decl[rows] * disk_f * swing
+        return cpu, mem, net, disk
 
-    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per node id: up, allocatable CPU (millicores) and memory (bytes)."""
+    def _nodes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per node id: up, allocatable CPU (millicores) and memory (bytes), and network and disk
+        bandwidth (bytes/s; -1 where not advertised)."""
         w = self.world
         for n in w.node_views:
             self.node_ids.setdefault(n, len(self.node_ids))
@@ -230,35 +273,62 @@ class UsageTruth:
         up = np.zeros(k, dtype=bool)
         cpu = np.zeros(k)
         mem = np.zeros(k)
+        io = np.full((k, 2), -1.0)
         for n, view in w.node_views.items():
             i = self.node_ids[n]
             up[i] = n not in w.failed_nodes
             cpu[i] = float(view.allocatable.get(CPU, 0))
             mem[i] = float(view.allocatable.get(MEMORY, 0))
-        return up, cpu, mem
+            io[i] = node_bandwidth(view)
+        return up, cpu, mem, io
 
     def tick(self) -> None:
         now = self.world.now()
         self._account(now)
-        up, alloc_cpu, alloc_mem = self._nodes()
+        up, alloc_cpu, alloc_mem, alloc_io = self._nodes()
         rows = np.flatnonzero(self.node[: self.used] >= 0)
         rows = rows[up[self.node[rows]]]
-        cpu, mem = self.demand(now, rows)
+        cpu, mem, net, disk = self.demand(now, rows)
         nodes = self.node[rows]
         k = len(up)
         if self.spec.evictions:
-            rows, cpu, mem, nodes = self._memory_pressure(rows, cpu, mem, nodes, alloc_mem, k)
+            keep = self._memory_pressure(rows, mem, nodes, alloc_mem, k)
+            rows, cpu, mem, net, disk, nodes = (
+                rows[keep],
+                cpu[keep],
+                mem[keep],
+                net[keep],
+                disk[keep],
+                nodes[keep],
+            )
         demand = np.bincount(nodes, weights=cpu, minlength=k)
         share = np.divide(alloc_cpu, demand, out=np.ones(k), where=demand > alloc_cpu)
         used_cpu = np.minimum(demand, alloc_cpu)
         used_mem = np.bincount(nodes, weights=mem, minlength=k)
         node_cpu = np.where(up, used_cpu, np.nan)
         node_mem = np.where(up, used_mem, np.nan)
-        self._last = (now, rows, share[nodes], np.maximum(demand - alloc_cpu, 0.0))
-        self._util = (up, alloc_cpu, used_cpu)
-        self.history.append(
-            Tick(now, node_cpu, node_mem, [self.key[r] for r in rows.tolist()], cpu * share[nodes], mem)
+        svc = self.svc[rows]
+        load = np.stack(
+            [
+                np.bincount(nodes, weights=net, minlength=k) + self.traffic.nic(now, svc, nodes, k),
+                np.bincount(nodes, weights=disk, minlength=k),
+            ],
+            axis=1,
         )
+        advertised = (alloc_io >= 0) & up[:, None]
+        saturated = advertised & (load > alloc_io)
+        io_share = np.divide(alloc_io, load, out=np.ones_like(load), where=saturated)
+        # A pod slows with the scarcest resource it uses: CPU, its node's NIC, its node's disk.
+        uses = np.stack([(net > 0) | (svc >= 0), disk > 0], axis=1)
+        io_row = np.where(uses, io_share[nodes], 1.0).min(axis=1)
+        self._last = (now, rows, np.minimum(share[nodes], io_row), np.maximum(demand - alloc_cpu, 0.0))
+        self._util = (up, alloc_cpu, used_cpu)
+        self._io = (advertised, saturated, 1.0 - io_row)
+        keys = [self.key[r] for r in rows.tolist()]
+        self.history.append(Tick(now, node_cpu, node_mem, keys, cpu * share[nodes], mem))
+        model = self.world.usage_model
+        if model is not None:
+            self.horizon_error.observe(now, keys, cpu * share[nodes], model.view)
         while self.history and self.history[0].time < now - self.keep_seconds:
             self.history.pop(0)
         self.totals.ticks += 1
@@ -281,6 +351,15 @@ class UsageTruth:
         hot = int((util > self.spec.hot_threshold).sum())
         tot.hot_node_seconds += dt * hot
         tot.throttled_cpu_seconds += dt * float(excess.sum()) / 1000
+        advertised, saturated, io_loss = self._io
+        if advertised.any():
+            counted = advertised.sum(axis=0)
+            tot.network_node_seconds += dt * int(counted[0])
+            tot.disk_node_seconds += dt * int(counted[1])
+            hit = saturated.sum(axis=0)
+            tot.network_saturated_seconds += dt * int(hit[0])
+            tot.disk_saturated_seconds += dt * int(hit[1])
+            tot.bandwidth_lost_pod_seconds += dt * float(io_loss.sum())
         if len(util):
             tot.util_mean_sum += dt * float(util.mean())
             tot.util_std_sum += dt * float(util.std())
@@ -293,18 +372,14 @@ class UsageTruth:
         tot.lost_progress_seconds += float(lag.sum())
 
     def _memory_pressure(
-        self,
-        rows: np.ndarray,
-        cpu: np.ndarray,
-        mem: np.ndarray,
-        nodes: np.ndarray,
-        alloc_mem: np.ndarray,
-        k: int,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        self, rows: np.ndarray, mem: np.ndarray, nodes: np.ndarray, alloc_mem: np.ndarray, k: int
+    ) -> np.ndarray:
+        """Evict what memory pressure evicts; the mask of the rows that stay."""
+        keep = np.ones(len(rows), dtype=bool)
         demand = np.bincount(nodes, weights=mem, minlength=k)
         pressured = np.flatnonzero((demand > alloc_mem) & (alloc_mem > 0))
         if not len(pressured):
-            return rows, cpu, mem, nodes
+            return keep
         evicted: list[int] = []
         for n in pressured.tolist():
             mine = np.flatnonzero(nodes == n)
@@ -317,13 +392,12 @@ class UsageTruth:
                     break
                 evicted.append(int(mine[j]))
                 excess -= mem[mine[j]]
-        keep = np.ones(len(rows), dtype=bool)
         keep[evicted] = False
         victims = [self.key[rows[i]] for i in evicted]
         for key in victims:
             self.totals.memory_evictions += 1
             self.world.delete_pod(key, REASON_MEMORY_PRESSURE)
-        return rows[keep], cpu[keep], mem[keep], nodes[keep]
+        return keep
 
     def summary(self) -> dict[str, object]:
         self._account(self.world.now())
@@ -338,6 +412,22 @@ class UsageTruth:
                 "stdev": round(t.util_std_sum / t.util_seconds, 6) if t.util_seconds else None,
             },
             "throttling_delay_seconds": round(t.lost_progress_seconds, 3),
+            **self._bandwidth_summary(),
+        }
+
+    def _bandwidth_summary(self) -> dict[str, object]:
+        """Only where some node advertises a bandwidth: other scenarios' metrics stay as they were."""
+        t = self.totals
+        if not (t.network_node_seconds or t.disk_node_seconds):
+            return {}
+
+        def share(hit: float, seen: float) -> float | None:
+            return round(hit / seen, 6) if seen else None
+
+        return {
+            "network_saturated_share": share(t.network_saturated_seconds, t.network_node_seconds),
+            "disk_saturated_share": share(t.disk_saturated_seconds, t.disk_node_seconds),
+            "bandwidth_lost_pod_seconds": round(t.bandwidth_lost_pod_seconds, 3),
         }
 
 
@@ -350,6 +440,7 @@ def usage_metrics(world: World) -> dict[str, object]:
     if model is not None:
         mape = model.mape()
         out["forecast_cpu_mape"] = round(mape, 6) if mape is not None else None
+        out["forecast_cpu_mape_horizon"] = usage.horizon_error.summary()
     return out
 
 

@@ -46,6 +46,37 @@ def test_generated_files_have_the_trace_columns(tmp_path):
         assert rows and all(len(r) == width for r in rows), name
 
 
+def test_generator_rolls_containers_out_and_aligns_peaks(tmp_path):
+    write_trace(
+        tmp_path,
+        seed=4,
+        apps=3,
+        containers_per_app=4,
+        jobs=1,
+        hours=3,
+        swing=0.8,
+        phase_spread=0.0,
+        rollout_hours=2,
+    )
+    meta = list(csv.reader((tmp_path / "container_meta.csv").open()))
+    # Container c of every app starts c x 30 min after the trace's start (plus up to 10 min).
+    for i, row in enumerate(meta):
+        offset = int(row[2]) - 86400 - (i % 4) * 1800
+        assert 0 <= offset < 600, row
+    # With no phase spread every app peaks at the same time: a quarter period in, all above their means.
+    usage = list(csv.reader((tmp_path / "container_usage.csv").open()))
+    first = {r[0]: int(r[2]) for r in reversed(usage)}
+    peak = [
+        int(r[3]) for r in usage if 86400 + 900 - 60 < int(r[2]) <= 86400 + 900 and first[r[0]] < 86400 + 600
+    ]
+    trough = [
+        int(r[3])
+        for r in usage
+        if 86400 + 2700 - 60 < int(r[2]) <= 86400 + 2700 and first[r[0]] < 86400 + 600
+    ]
+    assert len(peak) == len(trough) == 3 and all(p > 2 * t for p, t in zip(peak, trough, strict=True))
+
+
 def test_usage_files_give_workloads_series_and_profiles(tmp_path):
     write_trace(tmp_path, seed=1, apps=2, containers_per_app=2, jobs=2, hours=0.5)
     plan = plan_of(_scenario(tmp_path), tmp_path)
