@@ -61,6 +61,8 @@ _STEPS_KEY = "LoadAware/steps"
 _COLUMNS = [CPU_COL, MEMORY_COL]
 #: Forecast columns whose per-slot peaks are kept at once (each ``capacity x 2`` floats).
 _PAIR_COLUMNS = 64
+#: Slot changes kept for columns not read since (trimmed to what the least recent reader still needs).
+_CHANGES_KEPT = 4096
 
 
 class LoadAwareArgs(PluginArgs):
@@ -98,10 +100,12 @@ class _NodeForecasts:
         self.dirty: set[int] = set()
         #: Per forecast column asked for lately: each slot's peak over the whole horizon of its mean plus
         #: that workload's (``max over steps of (node + pod)``), so a cycle over the full horizon is one
-        #: gather. Rows of slots that changed are recomputed on the next read.
+        #: gather. A column's rows of slots that changed since it was last read (``changes`` from
+        #: ``seen[index]`` on) are recomputed when it is read, that column only.
         self.pair: dict[int, int] = {}  # forecast column -> index in pair_table
-        self.pair_table = np.zeros((snap.capacity, 0, 2))
-        self.pair_dirty: set[int] = set()
+        self.pair_table = np.zeros((0, snap.capacity, 2))
+        self.changes: list[int] = []
+        self.seen: dict[int, int] = {}
         snap.listeners.append(self)
 
     def follow(self, view: UsageView, snap: Snapshot) -> None:
@@ -123,32 +127,56 @@ class _NodeForecasts:
         self.prefix_max = np.zeros((snap.capacity, 2, h))
         self.full_peak = np.zeros((snap.capacity, 2))
         self.pair.clear()
-        self.pair_table = np.zeros((snap.capacity, _PAIR_COLUMNS, 2))
+        self.pair_table = np.zeros((_PAIR_COLUMNS, snap.capacity, 2))
+        self.changes.clear()
+        self.seen.clear()
         for slot, pod in snap.all_pods():
             self._change(slot, pod, 1)
         self.prefix_max = self._flat_rows(slice(None))
         self.full_peak = np.ascontiguousarray(self.prefix_max[:, :, -1])
         self.dirty.clear()
-        self.pair_dirty.clear()
 
     def pair_peaks(self, col: int, slots: np.ndarray) -> np.ndarray:
         """Per candidate and resource, the highest of (node mean + the column's pod mean) over the
-        whole horizon."""
-        if self.pair_dirty:
-            if self.pair:
-                rows = np.fromiter(self.pair_dirty, dtype=np.int64, count=len(self.pair_dirty))
-                cols = np.fromiter(self.pair, dtype=np.int64, count=len(self.pair))
-                both = self.mean[rows][:, None] + self.pod_mean[cols][None]  # rows x columns x 2 x steps
-                self.pair_table[rows[:, None], np.arange(len(cols))] = both.max(axis=3)
-            self.pair_dirty.clear()
+        whole horizon, plus ``k`` standard deviations of (node variance + the column's)."""
         j = self.pair.get(col)
         if j is None:
             if len(self.pair) >= _PAIR_COLUMNS:
-                self.pair.clear()  # many workloads in turn: bounded memory beats keeping every column
+                # Many workloads in turn: bounded memory beats keeping every column.
+                self.pair.clear()
+                self.seen.clear()
             j = self.pair[col] = len(self.pair)
-            self.pair_table[:, j] = (self.mean + self.pod_mean[col]).max(axis=2)
-        peaks: np.ndarray = self.pair_table[slots, j]
+            self.pair_table[j] = self._pair_rows(col, slice(None))
+        else:
+            start = self.seen[j]
+            if start < 0:
+                self.pair_table[j] = self._pair_rows(col, slice(None))
+            elif start == len(self.changes) - 1:  # the usual case: one pod bound since the last read
+                row = self.changes[start]
+                self.pair_table[j, row] = self._pair_rows(col, row)
+            elif start < len(self.changes):
+                rows = np.unique(np.asarray(self.changes[start:], dtype=np.int64))
+                self.pair_table[j, rows] = self._pair_rows(col, rows)
+        self.seen[j] = len(self.changes)
+        if len(self.changes) > _CHANGES_KEPT:
+            # A column too far behind is recomputed whole when next read (-1); the changes every other
+            # column has read are forgotten.
+            behind = len(self.changes) - _CHANGES_KEPT
+            for k, v in self.seen.items():
+                if 0 <= v < behind:
+                    self.seen[k] = -1
+            read = min((v for v in self.seen.values() if v >= 0), default=len(self.changes))
+            del self.changes[:read]
+            self.seen = {k: (v - read if v >= 0 else -1) for k, v in self.seen.items()}
+        peaks: np.ndarray = self.pair_table[j].take(slots, axis=0)
         return peaks
+
+    def _pair_rows(self, col: int, rows: np.ndarray | slice | int) -> np.ndarray:
+        """Peak per resource of the rows' mean plus the column's over the whole horizon, plus ``k``
+        standard deviations of their summed variance."""
+        peak: np.ndarray = (self.mean[rows] + self.pod_mean[col]).max(axis=-1)
+        peak += self.k * np.sqrt(self.var[rows] + self.pod_var[col])
+        return peak
 
     def _flat_rows(self, rows: np.ndarray | slice) -> np.ndarray:
         out: np.ndarray = np.maximum.accumulate(self.mean[rows], axis=2)
@@ -187,12 +215,12 @@ class _NodeForecasts:
             self.prefix_max[slot] += flat[:, None]
             self.full_peak[slot] += flat
             if self.pair:
-                self.pair_table[slot, : len(self.pair)] += flat
+                self.pair_table[: len(self.pair), slot] += flat
             return
         self.mean[slot] += sign * self.pod_mean[col]
         self.var[slot] += sign * self.pod_var[col]
         self.dirty.add(slot)
-        self.pair_dirty.add(slot)
+        self.changes.append(slot)
 
     def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
         self._change(slot, pod, 1)
@@ -205,7 +233,7 @@ class _NodeForecasts:
             self.mean[slot] = 0
             self.var[slot] = 0
             self.dirty.add(slot)
-            self.pair_dirty.add(slot)
+            self.changes.append(slot)
 
 
 class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
@@ -264,7 +292,7 @@ class LoadAware(PreScorePlugin, ScorePlugin, FilterPlugin):
                 mean = nodes.mean[:, :, :steps][slots]
                 mean += nodes.pod_mean[col, :, :steps]
                 peak = mean.max(axis=2)
-            peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + nodes.pod_var[col])
+                peak += self.cfg.peak_stddevs * np.sqrt(nodes.var[slots] + nodes.pod_var[col])
         else:  # a flat forecast: the node's own highest step (and spread) plus the pod's
             peak = nodes.flat_peaks(slots, steps)
             peak += nodes.flat(pod)

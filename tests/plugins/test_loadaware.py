@@ -172,3 +172,43 @@ def test_kept_forecasts_follow_pods_bound_and_removed(changes, known, one_step):
         scores(kept)
     fresh = build({**case, "existingPods": EXISTING + [raw for raw, _ in added]})
     assert scores(kept) == scores(fresh)
+
+
+def test_per_workload_peaks_stay_exact_when_a_column_falls_far_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Columns are refreshed only for the slots changed since each was last read, and the change log is
+    trimmed: a column read again after more changes than the log keeps is recomputed whole. Either way
+    each column's peaks equal max over steps of (node mean + the workload's mean) plus k standard
+    deviations of (node variance + the workload's)."""
+    import harmonic.plugins.loadaware as la
+
+    monkeypatch.setattr(la, "_CHANGES_KEPT", 4)
+    plugin, p, snap, names = build(
+        {"plugin": "LoadAware", "args": {}, "pod": pod("x").obj(), "nodes": NODES, "existingPods": EXISTING, "services": {"node_usage": _Service(_view(peaky_std=50))}}
+    )  # fmt: skip
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)  # builds the kept forecasts
+    nodes = plugin._nodes
+    assert nodes is not None
+    peaky, steady = (
+        nodes.columns[WorkloadKey("default", "peaky")],
+        nodes.columns[WorkloadKey("default", "steady")],
+    )
+
+    def exact(col: int) -> np.ndarray:
+        spread = nodes.k * np.sqrt(nodes.var + nodes.pod_var[col])
+        return ((nodes.mean + nodes.pod_mean[col]).max(axis=2) + spread)[slots]
+
+    nodes.pair_peaks(peaky, slots)
+    nodes.pair_peaks(steady, slots)
+    for i in range(12):  # steady is read every time, peaky only at the end: it falls behind the log
+        snap.add_pod(
+            parse_pod(_replica("peaky" if i % 2 else "steady", 200 + i, names[i % 2], cpu="50m")),
+            names[i % 2],
+        )
+        np.testing.assert_allclose(nodes.pair_peaks(steady, slots), exact(steady))
+    assert len(nodes.changes) <= la._CHANGES_KEPT + 1
+    np.testing.assert_allclose(nodes.pair_peaks(peaky, slots), exact(peaky))
+    np.testing.assert_allclose(nodes.pair_peaks(steady, slots), exact(steady))
