@@ -40,3 +40,21 @@ def test_communication_affinity_does_not_pack_traffic_past_a_nic_with_node_bandw
         assert not worlds[name].pending(), name
         assert max(declared[name].values()) <= NIC, name
         assert metrics[name]["network_saturated_share"] == 0, name
+
+
+def test_the_bundled_harmonic_profile_keeps_declared_traffic_within_every_nic():
+    """The bundled profile enables NodeBandwidth's filter (not its spreading score) beside
+    CommunicationAffinity: the same scenario, and no node ends up declared past its NIC."""
+    sc = yaml.safe_load(SCENARIO.read_text()) | {"duration": "15m"}
+    worlds = run_worlds(
+        sc, SCENARIO.parent, (str(ROOT / "harmonic" / "data" / "profiles" / "harmonic.yaml"),)
+    )
+    world = worlds["harmonic"]
+    per_node: dict[str, int] = defaultdict(int)
+    for key, node in world.placement().items():
+        demand = pod_bandwidth(parse_pod(world.cluster.pods[key]))
+        assert not isinstance(demand, str)
+        per_node[node] += int(demand[0])
+    assert not world.pending()
+    assert max(per_node.values()) <= NIC
+    assert world.usage.summary()["network_saturated_share"] == 0
