@@ -403,11 +403,9 @@ class LiveScheduler:
         self._stop.set()
         # Stop scheduling; Scheduler.run finishes the in-flight bindings before returning.
         self._sched_stop.set()
-        if self._sched_thread is not None:
-            self._sched_thread.join()
+        _join(self._sched_thread, "the scheduling loop")
         self._elector_stop.set()  # releases the lease if still held
-        if self._elector_thread is not None:
-            self._elector_thread.join()
+        _join(self._elector_thread, "leader election")
         for inf in self.informers.values():
             inf.stop()
         self.status.stop()
@@ -415,6 +413,21 @@ class LiveScheduler:
             self.pod_group_status.stop()
         self.events.stop()
         log.info("stopped", extra={"identity": self.identity, "exitCode": self.exit_code})
+
+
+#: How long shutdown waits for each of its threads: in-flight bindings and the lease release take
+#: milliseconds, and the kubelet kills a pod that ignores SIGTERM for its grace period (30 s) anyway.
+SHUTDOWN_JOIN_SECONDS = 5.0
+
+
+def _join(thread: threading.Thread | None, what: str) -> None:
+    """Wait for ``thread`` to finish, at most ``SHUTDOWN_JOIN_SECONDS``; a thread still running is
+    reported (it is a daemon: the process exits without it) rather than waited for forever."""
+    if thread is None:
+        return
+    thread.join(SHUTDOWN_JOIN_SECONDS)
+    if thread.is_alive():
+        log.warning("shutdown: %s did not stop within %g s; exiting without it", what, SHUTDOWN_JOIN_SECONDS)
 
 
 def _rfc3339_now() -> str:
