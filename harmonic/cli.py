@@ -508,10 +508,9 @@ def run(
     before scheduling (several replicas: one schedules, the others stand by). Stops cleanly on SIGTERM
     (finishes in-flight bindings, releases the lease); exits 1 if the lease is lost.
     """
-    import signal
-
     from harmonic.cluster.health import HealthServer, PostRoute, Route
     from harmonic.cluster.kube import LiveScheduler, tune_process
+    from harmonic.cluster.stopsignal import StopOnSignal
     from harmonic.framework.decisions import DecisionLog
     from harmonic.framework.decisions import endpoint as decisions_endpoint
     from harmonic.framework.services import MissingServiceError
@@ -584,8 +583,7 @@ def run(
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
             sys.exit(1)
         server.start()
-    signal.signal(signal.SIGTERM, lambda *_: live.stop())
-    signal.signal(signal.SIGINT, lambda *_: live.stop())
+    StopOnSignal(live.stop).install()
     for svc in [*graphs.values(), *usage.values()]:
         svc.start()
     if fb is not None:

@@ -226,13 +226,13 @@ def _live(
     bind_address: str,
     port: int,
 ) -> None:
-    import signal
     import threading
 
     from harmonic.cli import _transport
     from harmonic.cluster.events import EventRecorder
     from harmonic.cluster.health import HealthServer
     from harmonic.cluster.leader import LeaderElector, default_identity
+    from harmonic.cluster.stopsignal import StopOnSignal
     from harmonic.cluster.transport import ApiStatusError, TransportError
     from harmonic.framework.config import LeaderElection
     from harmonic.plugins.registry import default_registry
@@ -303,8 +303,7 @@ def _live(
     if server is not None:
         server.start()
     events.start()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    StopOnSignal(stop.set).install()
     elector = threading.Thread(target=leader.run, args=(stop,), name="lease", daemon=True)
     elector.start()
     lr.run(stop)
