@@ -18,6 +18,7 @@ Use it instead of DefaultPreemption in a profile (disable DefaultPreemption). Ar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -31,6 +32,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.diagnosis import Diagnosis
 from harmonic.framework.interface import PostFilterResult
 from harmonic.framework.preemption import DEFAULT_SCORE_FUNCS, Candidate
+from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Status
 from harmonic.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from harmonic.signals.identity import workload_id
@@ -38,6 +40,32 @@ from harmonic.signals.identity import workload_id
 
 class SpreadingPreemptionArgs(DefaultPreemptionArgs):
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
+
+
+class _WorkloadSlots:
+    """Running replicas of each workload per node slot, kept by snapshot events, so choosing among
+    candidates reads the preemptor's siblings without walking every pod of the cluster."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.replicas: dict[int, Counter[int]] = {}
+        for slot, pod in snap.all_pods():
+            self.pod_added(snap, slot, pod)
+        snap.listeners.append(self)
+
+    def pod_added(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        if pod.controller is not None:
+            self.replicas.setdefault(workload_id(pod), Counter())[slot] += 1
+
+    def pod_removed(self, snap: Snapshot, slot: int, pod: Pod) -> None:
+        if pod.controller is not None:
+            slots = self.replicas.get(workload_id(pod))
+            if slots is not None:
+                slots[slot] -= 1
+                if slots[slot] <= 0:
+                    del slots[slot]
+
+    def node_changed(self, snap: Snapshot, slot: int, old: Any, new: Any) -> None:
+        return None
 
 
 class SpreadingPreemption(DefaultPreemption):
@@ -48,6 +76,7 @@ class SpreadingPreemption(DefaultPreemption):
         super().__init__(args, handle)
         self.zone_label: str = args.zone_label
         self._preemptor: Pod | None = None
+        self._siblings = _WorkloadSlots(handle.snapshot)
 
     def post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
@@ -60,14 +89,12 @@ class SpreadingPreemption(DefaultPreemption):
 
     def _replicas_per_zone(self, pod: Pod) -> tuple[np.ndarray, np.ndarray]:
         """(zone code per node slot, running replicas of ``pod``'s workload per zone code)."""
-        snap = self.handle.snapshot
-        codes = snap.label(self.zone_label).codes
-        me = workload_id(pod)
+        codes = self.handle.snapshot.label(self.zone_label).codes
         counts = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
-        for slot, other in snap.all_pods():
+        for slot, n in self._siblings.replicas.get(workload_id(pod), Counter()).items():
             zone = int(codes[slot])
-            if zone >= 0 and other.uid != pod.uid and workload_id(other) == me:
-                counts[zone] += 1
+            if zone >= 0:
+                counts[zone] += n
         return codes, counts
 
     def ordered_score_funcs(self, candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
