@@ -18,6 +18,8 @@ from harmonic.feedback.cli import (
     feedback_options,
     live_feedback,
     model,
+    moves_args,
+    moves_options,
     rightsizing_args,
     rightsizing_options,
 )
@@ -483,6 +485,7 @@ def graph(
 @_decisions_option
 @feedback_options
 @rightsizing_options
+@moves_options
 def run(
     config_path: str,
     kubeconfig: str | None,
@@ -499,6 +502,8 @@ def run(
     feedback_rightsizing: bool,
     feedback_rightsizing_interval: float,
     feedback_rightsizing_args: str | None,
+    feedback_moves: bool,
+    feedback_moves_args: str | None,
 ) -> None:
     """Schedule a cluster's pods whose spec.schedulerName names one of the profiles (a secondary scheduler).
 
@@ -552,12 +557,20 @@ def run(
             feedback_rightsizing_interval,
             rightsizing_args(feedback_rightsizing_args),
         )
+    if feedback_moves and fb is None:
+        click.echo(
+            "error: --feedback-moves needs reports: --feedback-token-file or --feedback-prometheus", err=True
+        )
+        sys.exit(1)
+    move_args = moves_args(feedback_moves_args) if feedback_moves else None
     services: dict[str, Any] = {**graphs, **usage, **(fb.services if fb else {})}
     try:
         live = LiveScheduler(cfg, default_registry(), transport, identity=identity, services=services)
     except MissingServiceError as e:
         click.echo(f"error: {config_path}: {e}", err=True)
         sys.exit(1)
+    if fb is not None and move_args is not None:
+        fb.enable_moves(live, move_args)
     routes: dict[str, Route] = {}
     post_routes: dict[str, PostRoute] = {}
     if decisions_buffer:

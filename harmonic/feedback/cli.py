@@ -67,18 +67,48 @@ def rightsizing_options(f: F) -> F:
     return f
 
 
+def moves_options(f: F) -> F:
+    f = click.option(
+        "--feedback-moves-args",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="YAML of the moves' price and budgets (minGain, restartSeconds, cooldownSeconds, maxPerRound, "
+        "maxPerNode, ...: docs/feedback.md).",
+    )(f)
+    f = click.option(
+        "--feedback-moves",
+        is_flag=True,
+        help="Carry out the moves the feedback loop asks for (a pod predicted to flourish elsewhere, an "
+        "Infeasible resize): evict one pod through the Eviction API within the rescheduler's budgets and "
+        "PodDisruptionBudgets. Off: the moves are only reported. A move costs a restart.",
+    )(f)
+    return f
+
+
 def rightsizing_args(path: str | None) -> Any:
     """The guardrails from ``path`` (exit 1 naming the file and field when invalid)."""
+    from harmonic.feedback.rightsizing import RightSizingArgs
+
+    return args_file(path, RightSizingArgs)
+
+
+def moves_args(path: str | None) -> Any:
+    """The moves' price and budgets from ``path`` (exit 1 naming the file and field when invalid)."""
+    from harmonic.feedback.moves_live import MoveArgs
+
+    return args_file(path, MoveArgs)
+
+
+def args_file(path: str | None, model: Any) -> Any:
+    """``model`` validated from the YAML file ``path`` (its defaults without one)."""
     import yaml
     from pydantic import ValidationError
 
-    from harmonic.feedback.rightsizing import RightSizingArgs
-
     if path is None:
-        return RightSizingArgs()
+        return model()
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        return RightSizingArgs.model_validate(doc)
+        return model.model_validate(doc)
     except yaml.YAMLError as e:
         click.echo(f"error: {path}: not YAML: {e}", err=True)
     except ValidationError as e:
@@ -107,11 +137,12 @@ class LiveFeedback:
         self.interval = interval
         self.service: FeedbackService | None = None
         self.rightsizing: Any = None
+        self.moves: Any = None
 
     def enable_rightsizing(self, transport: Any, prometheus: str | None, interval: float, args: Any) -> None:
         """Right-size through ``transport`` (the API server), reading use from ``prometheus`` (cAdvisor
         over one minute) or else metrics-server."""
-        from harmonic.feedback.resize import LiveActuator
+        from harmonic.feedback.moves_live import InfeasibleResizes
         from harmonic.feedback.rightsizing_live import LiveRightSizing
         from harmonic.signals.usage import MetricsServerSource, PrometheusUsageSource, UsageSource
 
@@ -122,7 +153,17 @@ class LiveFeedback:
             usage = MetricsServerSource(
                 lambda path: transport.request("GET", path), name="feedback/metrics-server"
             )
-        self.rightsizing = LiveRightSizing(usage, LiveActuator(transport), args, interval)
+        # Its Infeasible answers are the moves an Infeasible resize asks for.
+        self.rightsizing = LiveRightSizing(usage, InfeasibleResizes(transport), args, interval)
+
+    def enable_moves(self, live: Any, args: Any) -> None:
+        """Carry moves out beside ``live`` (the ``LiveScheduler``): docs/feedback.md, "Moves"."""
+        from harmonic.feedback.moves_live import LiveMoves
+        from harmonic.plugins.registry import default_registry
+
+        self.moves = LiveMoves.for_scheduler(live, default_registry(), args)
+        if self.rightsizing is not None:
+            self.rightsizing.actuator.restart_seconds = args.restart_seconds
 
     @property
     def services(self) -> dict[str, Any]:
@@ -135,6 +176,11 @@ class LiveFeedback:
 
         self.service = FeedbackService(self.learner, on_state, self.intake, self.source, self.interval)
         self.service.rightsizing = self.rightsizing
+        if self.moves is not None:
+            from harmonic.feedback.moves import MoveAdvisor
+
+            self.service.moves = self.moves
+            self.service.advisor = MoveAdvisor(self.moves.args.settings())
         self.service.start()
 
     def stop(self) -> None:

@@ -11,7 +11,7 @@ without the pod, must place its replacement on another node, and, for a move the
 for, on one of the nodes it predicts would pay for the move (``MoveAsk.nodes``). The what-if placement is the reserved
 target: later asks of the same round see it. Accepted moves are evictions the caller executes
 (the simulator through its in-memory Eviction API, a live loop through ``pods/eviction``); refused ones
-keep their reason for the decision log.
+keep their reason, and its kind (``MoveOutcome.kind``), for the decision log and the metrics.
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ class MoveOutcome:
     #: The node the replacement is reserved on ("" when refused), and the refusal otherwise.
     to: str
     refused: str = ""
+    #: What refused it: "pdb" (a PodDisruptionBudget), "budget" (a rate, node or namespace limit),
+    #: "cooldown", or "declined" (protected, gone, or no node worth the move); "" when accepted.
+    kind: str = ""
 
 
 def decide_moves(
@@ -65,10 +68,14 @@ def decide_moves(
     recent: dict[str, float] | None = None,
     max_per_run: int = 1,
     cooldown: float = 600.0,
+    budget: Budget | None = None,
 ) -> tuple[list[MoveOutcome], RunLog]:
-    """Each ask accepted (with its reserved target) or refused (with the reason), in order."""
+    """Each ask accepted (with its reserved target) or refused (with the reason), in order. ``budget``
+    (else one of ``max_per_run`` evictions) is spent by the accepted ones: a caller deciding in several
+    calls (one per profile) shares one."""
     whatif = WhatIf(profile, registry, state.nodes, state.pods, services=services, now=state.now)
-    budget = Budget(Limits(rate=max_per_run), state.pdbs, state.pods)
+    if budget is None:
+        budget = Budget(Limits(rate=max_per_run), state.pdbs, state.pods)
     log = RunLog()
     de = DefaultEvictor(DefaultEvictorArgs(), state, fits_elsewhere_on(whatif))
     evictor = Evictor(
@@ -87,10 +94,10 @@ def decide_moves(
     for ask in asks:
         pod = by_key.get(ask.pod)
         if pod is None or not pod.node_name:
-            out.append(MoveOutcome(ask.pod, ask.why, "", "the pod is no longer running"))
+            out.append(MoveOutcome(ask.pod, ask.why, "", "the pod is no longer running", "declined"))
             continue
         if not (evictor.filter(pod) and evictor.pre_eviction_filter(pod)):
-            out.append(MoveOutcome(ask.pod, ask.why, "", "protected by the default evictor"))
+            out.append(MoveOutcome(ask.pod, ask.why, "", "protected by the default evictor", "declined"))
             continue
         if ask.resources is not None:
             plan = plan_resize(pod.raw, *ask.resources)
@@ -106,7 +113,11 @@ def decide_moves(
             if dest not in ask.nodes:
                 out.append(
                     MoveOutcome(
-                        ask.pod, ask.why, "", f"the scheduler would place it on {dest}, not a node worth it"
+                        ask.pod,
+                        ask.why,
+                        "",
+                        f"the scheduler would place it on {dest}, not a node worth it",
+                        "declined",
                     )
                 )
                 continue
@@ -114,11 +125,12 @@ def decide_moves(
         try:
             moved = evictor.evict(pod, PLUGIN, ask.why, move=True)
         except EvictionLimitError as e:
-            out.append(MoveOutcome(ask.pod, ask.why, "", f"rate limit: {e}"))
+            out.append(MoveOutcome(ask.pod, ask.why, "", f"rate limit: {e}", "budget"))
             continue
         if moved:
             out.append(MoveOutcome(ask.pod, ask.why, log.evictions[-1].to))
         else:
             reason = log.skipped[-1].reason if len(log.skipped) > skipped else "refused"
-            out.append(MoveOutcome(ask.pod, ask.why, "", reason))
+            kind = "cooldown" if evictor.cooling(pod) else "pdb" if budget.pdb_refusal(pod) else "declined"
+            out.append(MoveOutcome(ask.pod, ask.why, "", reason, kind))
     return out, log

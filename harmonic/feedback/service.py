@@ -6,8 +6,11 @@ last round (``FeedbackIntake``), run the flourish query of every workload whose 
 round), then — on the scheduler's side, through ``on_state`` so the snapshot is read consistently —
 store each report with its pod's placement (``PlacementView``; a workload's report goes to each of its
 running pods) and hand them to the ``InterferenceLearner``, whose model is the ``dissonance`` handle
-service the Dissonance plugin reads. ``state()`` is the JSON ``harmonic model`` prints (served at
-``/debug/model``); ``/metrics`` carries ``harmonic_feedback_*`` and the learned matrix.
+service the Dissonance plugin reads. Then, off the scheduler's thread again, the right-sizer's actions
+are carried out, and the moves asked for — the advisor's and the ``Infeasible`` resizes' — are carried
+out by ``moves`` (``harmonic run --feedback-moves``: ``moves_live``) or, without it, only reported.
+``state()`` is the JSON ``harmonic model`` prints (served at ``/debug/model``); ``/metrics`` carries
+``harmonic_feedback_*`` and the learned matrix.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harmonic.feedback.moves import MoveAdvisor
+from harmonic.feedback.moves import MoveAdvice, MoveAdvisor
+from harmonic.feedback.moves_live import InfeasibleResizes, LiveMoves, advice_asks
 from harmonic.feedback.report import model_state
 from harmonic.feedback.rightsizing_live import LiveRightSizing
 from harmonic.feedback.rightsizing_loop import Action
@@ -35,7 +39,12 @@ from harmonic.signals.feedback.prometheus import (
     Report,
     spec_from_annotations,
 )
-from harmonic.signals.metrics import FEEDBACK_LEARNED, FEEDBACK_LEARNED_SD, FEEDBACK_OBSERVATIONS
+from harmonic.signals.metrics import (
+    FEEDBACK_LEARNED,
+    FEEDBACK_LEARNED_SD,
+    FEEDBACK_MOVES,
+    FEEDBACK_OBSERVATIONS,
+)
 from harmonic.signals.periodic import Periodic
 from harmonic.signals.usage import UsageReading
 
@@ -77,8 +86,11 @@ class FeedbackService:
         self.rounds = 0
         self.no_signal = 0
         self.advisor = MoveAdvisor()
+        self._advice: list[MoveAdvice] = []
         #: Right-sizing (``harmonic run --feedback-rightsizing``), or None.
         self.rightsizing: LiveRightSizing | None = None
+        #: Moves carried out (``harmonic run --feedback-moves``), or None: only reported.
+        self.moves: LiveMoves | None = None
 
     @property
     def model(self) -> DissonanceModel:
@@ -108,7 +120,24 @@ class FeedbackService:
             return False
         if self.rightsizing is not None:
             self.rightsizing.carry_out(actions, self._clock())
+        self._move(self._asked())
         return True
+
+    def _asked(self) -> list[tuple[str, Any]]:
+        """The round's asks: the advisor's, then the ``Infeasible`` resizes'."""
+        asks = advice_asks(self._advice)
+        self._advice = []
+        actuator = self.rightsizing.actuator if self.rightsizing is not None else None
+        if isinstance(actuator, InfeasibleResizes):
+            asks += actuator.take()
+        return asks
+
+    def _move(self, asks: list[tuple[str, Any]]) -> None:
+        if self.moves is not None:
+            self.moves.round(asks)
+        elif asks:
+            # Reported as they are today: the advisor's log and the right-sizer's say "recommended".
+            FEEDBACK_MOVES.labels("recommended").inc(len(asks))
 
     def _call(self, fn: Callable[[PlacementView], Any], timeout: float) -> Any:
         box: list[Any] = []
@@ -142,7 +171,7 @@ class FeedbackService:
         used = self.learner.observe(observations)
         FEEDBACK_OBSERVATIONS.inc(used)
         self.learner.refresh()
-        self.advisor.advise(view, self.learner, now)
+        self._advice = self.advisor.advise(view, self.learner, now)
         self._export()
         if self.rightsizing is None:
             return []
@@ -157,7 +186,10 @@ class FeedbackService:
 
     def state(self) -> dict[str, Any]:
         extra = self.rightsizing.decisions() if self.rightsizing is not None else []
-        return model_state(self.learner, self.advisor, extra)
+        if self.moves is None:
+            return model_state(self.learner, self.advisor, extra)
+        # The moves' own log has every ask with its outcome: the advisor's "recommended" would be wrong.
+        return model_state(self.learner, None, extra + self.moves.decisions())
 
     # ------------------------------------------------------------------ thread
     def start(self) -> None:

@@ -293,9 +293,14 @@ class LiveRescheduler:
 
     def evict(self, e: Eviction) -> str:
         """Evict through the Eviction API; "" on success, else why not (counted and reported)."""
+        return self.evict_answer(e)[1]
+
+    def evict_answer(self, e: Eviction) -> tuple[int, str]:
+        """``evict`` with the HTTP status of a refusal (429: a PodDisruptionBudget or the server's rate
+        limit; 404/409: the pod gone or replaced); 0 with no refusal from the server."""
         if not self._fenced():
             self.counters.eviction("error", e)
-            return "lease lost"
+            return 0, "lease lost"
         options: dict[str, Any] = {"preconditions": {"uid": e.pod.uid}}
         if self.policy.grace_period_seconds is not None:
             options["gracePeriodSeconds"] = self.policy.grace_period_seconds
@@ -325,7 +330,7 @@ class LiveRescheduler:
                     f"pod eviction from {e.node} node by {CONTROLLER} failed: {why}",
                     CONTROLLER,
                 )
-            return why
+            return code, why
         self.counters.eviction("success", e)
         if self.events is not None:
             where = f", to be placed on {e.to}" if e.to else ""
@@ -337,7 +342,7 @@ class LiveRescheduler:
                 f"pod evicted from {e.node} node by {CONTROLLER} ({e.plugin}: {e.why}{where})",
                 CONTROLLER,
             )
-        return ""
+        return 0, ""
 
     # ------------------------------------------------------------------ the loop
     def run(self, stop: threading.Event) -> None:

@@ -67,6 +67,11 @@ def policy_nodes(policy: Policy, state: ClusterState) -> list[Node]:
     return [n for n in state.nodes if is_ready(n.raw) and sel.matches(n.labels)]
 
 
+def policy_limits(policy: Policy, rate: int | None) -> Limits:
+    """A run's limits: the policy's per node, per namespace and total ones, and the global ``rate``."""
+    return Limits(policy.max_per_node, policy.max_per_namespace, policy.max_total, rate)
+
+
 def fits_elsewhere_on(whatif: WhatIf) -> Callable[[Pod, list[str]], bool]:
     """The default evictor's nodeFit: whether the pod's replacement fits one of the named nodes."""
 
@@ -94,10 +99,7 @@ def run_once(
     cool-down across runs; the caller adds the evictions it executes."""
     options = options or RunOptions()
     nodes = policy_nodes(policy, state)
-    limits = Limits(
-        policy.max_per_node, policy.max_per_namespace, policy.max_total, options.max_evictions_per_run
-    )
-    budget = Budget(limits, state.pdbs, state.pods)
+    budget = Budget(policy_limits(policy, options.max_evictions_per_run), state.pdbs, state.pods)
     log = RunLog()
     if len(nodes) < options.min_nodes:
         log.plans.append(("", "skipped", "fewer than two ready nodes: evictions would only disrupt"))

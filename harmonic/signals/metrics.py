@@ -50,6 +50,14 @@ FEEDBACK_LEARNED_SD = Gauge(
     registry=REGISTRY,
 )
 
+FEEDBACK_MOVES = Counter(
+    "harmonic_feedback_moves",
+    "Moves the feedback loop asked for, by outcome: executed, recommended (not carried out), refused by "
+    "a PodDisruptionBudget (pdb), a rate limit (budget) or the cool-down, declined, or an API error.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
 
 def exposition() -> bytes:
     """These metrics in the Prometheus text format."""

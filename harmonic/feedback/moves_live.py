@@ -1,0 +1,296 @@
+"""Moves carried out on a live cluster (``harmonic run --feedback-moves``).
+
+The asks are the feedback loop's: a pod the learnt model predicts would flourish measurably better
+elsewhere (``moves.MoveAdvisor``, its gain against the restart's cost and its hysteresis), and a pod
+whose in-place resize the kubelet answered ``Infeasible`` (``InfeasibleResizes``, the right-sizer's
+actuator, keeps them). In a round with asks:
+
+1. The cluster is read as ``harmonic reschedule --once`` reads it (``LiveRescheduler.snapshot``:
+   nodes, pods, PodDisruptionBudgets, namespaces).
+2. Every ask is decided by ``relocate.decide_moves`` — the rescheduler's evictor, on a what-if copy
+   of the cluster with the pod's own profile — against one ``Budget`` for the round: the live
+   rescheduler's ``Limits`` (``maxPerRound`` as its rate, ``maxPerNode``, ``maxPerNamespace``) and the
+   PodDisruptionBudgets' allowances, with its cool-down memory (``LiveRescheduler.recent``: a pod
+   moved within ``cooldownSeconds``, or its replacement, stays). A pod another scheduler places is
+   not moved: this scheduler cannot say where its replacement would go.
+3. Each accepted move is evicted by ``LiveRescheduler.evict_answer``: the Eviction API
+   (``pods/eviction``, uid precondition), fenced on the scheduler's lease, with its ``Descheduled``
+   Event. The API server has the last word on PodDisruptionBudgets: a 429 is reported and the ask is
+   tried again in the next rounds, for ``retrySeconds``; the pod is never deleted instead.
+
+The replacement is not reserved: the live rescheduler reserves a node (``status.nominatedNodeName``)
+only for a pending pod its plan makes room for, and a moved pod's replacement does not exist until its
+controller creates it. It goes through normal scheduling; the decision log names the node the what-if
+placed it on and, once it is bound, the node it got.
+
+Every ask, outcome and replacement lands in the decision log (``harmonic model --explain``) and in
+``harmonic_feedback_moves_total{outcome}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from harmonic.api.pod import Pod, parse_pod
+from harmonic.cluster.transport import ApiStatusError, TransportError
+from harmonic.feedback.moves import MoveAdvice, MoveSettings
+from harmonic.feedback.relocate import MoveAsk, MoveOutcome, decide_moves
+from harmonic.feedback.resize import INFEASIBLE, LiveActuator, Outcome
+from harmonic.framework.args import PluginArgs
+from harmonic.framework.config import Profile
+from harmonic.framework.registry import Registry
+from harmonic.rescheduler.budget import Budget
+from harmonic.rescheduler.framework import Eviction, RunLog
+from harmonic.rescheduler.live import LiveRescheduler
+from harmonic.rescheduler.policy import Policy
+from harmonic.rescheduler.runner import policy_limits, remember
+from harmonic.rescheduler.state import ClusterState
+from harmonic.signals.identity import workload_of
+from harmonic.signals.metrics import FEEDBACK_MOVES
+
+log = logging.getLogger(__name__)
+
+#: (workload, ask) pairs, the unit the loop hands on.
+Asks = list[tuple[str, MoveAsk]]
+
+
+class MoveArgs(PluginArgs):
+    """``--feedback-moves-args``: the advisor's price of a move and the budgets moves are made in."""
+
+    min_gain: float = Field(default=0.1, ge=0)
+    restart_seconds: float = Field(default=30.0, ge=0)
+    horizon_seconds: float = Field(default=3600.0, gt=0)
+    #: One ask per workload, and no move of a pod moved (or of its replacement), within it.
+    cooldown_seconds: float = Field(default=600.0, ge=0)
+    max_per_round: int = Field(default=1, ge=1)
+    max_per_node: int | None = Field(default=None, ge=1)
+    max_per_namespace: int | None = Field(default=None, ge=1)
+    #: How long a move the API server refused (429) is tried again, once a round.
+    retry_seconds: float = Field(default=600.0, ge=0)
+    grace_period_seconds: int | None = Field(default=None, ge=0)
+
+    def settings(self) -> MoveSettings:
+        return MoveSettings(self.min_gain, self.restart_seconds, self.horizon_seconds, self.cooldown_seconds)
+
+
+def advice_asks(advice: list[MoveAdvice]) -> Asks:
+    return [(a.workload, MoveAsk(a.pod, a.describe(), nodes=frozenset(a.worth))) for a in advice]
+
+
+class InfeasibleResizes(LiveActuator):
+    """The right-sizer's actuator, keeping the pods whose resize was ``Infeasible`` on their node: each
+    is a move asked for with the resized requests, so the replacement lands where they fit."""
+
+    def __init__(self, transport: Any, restart_seconds: float = MoveSettings.restart_seconds) -> None:
+        super().__init__(transport)
+        self.restart_seconds = restart_seconds
+        self._asks: deque[tuple[str, MoveAsk]] = deque(maxlen=1000)
+
+    def apply(self, pod: Mapping[str, Any], cpu_millis: float, memory_bytes: float) -> Outcome:
+        out = super().apply(pod, cpu_millis, memory_bytes)
+        if out.state == INFEASIBLE:
+            p = parse_pod(pod)
+            why = (
+                f"move {p.key} off {p.node_name}: its resize to cpu {cpu_millis:.0f}m, memory "
+                f"{memory_bytes / 2**20:.0f}Mi is Infeasible there; cost a restart "
+                f"({self.restart_seconds:g} s without service)"
+            )
+            self._asks.append((str(workload_of(p)), MoveAsk(p.key, why, (cpu_millis, memory_bytes))))
+        return out
+
+    def take(self) -> Asks:
+        out = list(self._asks)
+        self._asks.clear()
+        return out
+
+
+@dataclass(frozen=True)
+class _Retry:
+    workload: str
+    ask: MoveAsk
+    since: float
+
+
+@dataclass(frozen=True)
+class _Awaited:
+    workload: str
+    pod: str
+    owner: str
+    known: frozenset[str]
+    predicted: str
+    since: float
+
+
+class LiveMoves:
+    def __init__(
+        self,
+        rescheduler: LiveRescheduler,
+        profiles: Mapping[str, Profile],
+        args: MoveArgs,
+        clock: Callable[[], float],
+    ) -> None:
+        self.rescheduler = rescheduler
+        self.profiles = dict(profiles)
+        self.args = args
+        self.clock = clock
+        self.limits = policy_limits(rescheduler.policy, args.max_per_round)
+        self._retry: dict[str, _Retry] = {}
+        self._awaited: list[_Awaited] = []
+        #: (workload, text) of every ask, outcome and replacement, for ``harmonic model --explain``.
+        self.log: deque[tuple[str, str]] = deque(maxlen=1000)
+
+    @classmethod
+    def for_scheduler(cls, live: Any, registry: Registry, args: MoveArgs) -> LiveMoves:
+        """Moves beside ``live`` (a ``LiveScheduler``): its transport, lease, Events and services."""
+        profiles = {p.scheduler_name: p for p in live.config.profiles}
+        policy = Policy(
+            profiles=(),
+            max_per_node=args.max_per_node,
+            max_per_namespace=args.max_per_namespace,
+            grace_period_seconds=args.grace_period_seconds,
+            source="--feedback-moves-args",
+        )
+        rescheduler = LiveRescheduler(
+            live.transport,
+            policy,
+            live.config.profiles[0],
+            registry,
+            events=live.events,
+            leader=live.elector,
+            # The what-if scheduler reads the scheduler's models; the nominator is the scheduler's own.
+            services={k: v for k, v in live.scheduler.services.items() if k != "nominator"},
+        )
+        return cls(rescheduler, profiles, args, rescheduler.clock)
+
+    # ------------------------------------------------------------------ a round
+    def round(self, asks: Asks) -> None:
+        """Decide and carry out this round's asks and the retries due (off the scheduler's thread)."""
+        now = self.clock()
+        pending: dict[str, tuple[str, MoveAsk, float]] = {}
+        for key, r in list(self._retry.items()):
+            if now - r.since <= self.args.retry_seconds:
+                pending[key] = (r.workload, r.ask, r.since)
+            else:
+                self._note(
+                    r.workload, now, f"{r.ask.why}: given up after {self.args.retry_seconds:g} s of refusals"
+                )
+        self._retry.clear()
+        for workload, ask in asks:
+            pending[ask.pod] = (workload, ask, now)
+        if not pending and not self._awaited:
+            return
+        try:
+            state = self.rescheduler.snapshot()
+        except (ApiStatusError, TransportError) as e:
+            log.warning("feedback moves: reading the cluster: %s; the asks are retried next round", e)
+            for key, (workload, ask, since) in pending.items():
+                self._retry[key] = _Retry(workload, ask, since)
+            return
+        self._replacements(state, now)
+        budget = Budget(self.limits, state.pdbs, state.pods)
+        by_key = {p.key: p for p in state.pods}
+        groups: dict[str, list[tuple[str, MoveAsk, float]]] = {}
+        for workload, ask, since in pending.values():
+            pod = by_key.get(ask.pod)
+            name = pod.scheduler_name if pod is not None else next(iter(self.profiles))
+            if name not in self.profiles:
+                why = f"its pods are placed by {name}, not by this scheduler"
+                self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "declined"))
+                continue
+            groups.setdefault(name, []).append((workload, ask, since))
+        done: list[Eviction] = []
+        for name, items in groups.items():
+            outcomes, decided = decide_moves(
+                [a for _, a, _ in items],
+                state,
+                self.profiles[name],
+                self.rescheduler.registry,
+                services=self.rescheduler.services,
+                recent=self.rescheduler.recent,
+                cooldown=self.args.cooldown_seconds,
+                budget=budget,
+            )
+            evictions = {e.pod.key: e for e in decided.evictions}
+            for (workload, ask, since), out in zip(items, outcomes, strict=True):
+                if out.refused:
+                    self._outcome(workload, now, out)
+                    continue
+                eviction = evictions[out.pod]
+                if self._evict(workload, ask, since, eviction, state, now):
+                    done.append(eviction)
+        remember(self.rescheduler.recent, RunLog(evictions=done), now)
+
+    def _evict(
+        self, workload: str, ask: MoveAsk, since: float, e: Eviction, state: ClusterState, now: float
+    ) -> bool:
+        code, why = self.rescheduler.evict_answer(e)
+        if not why:
+            FEEDBACK_MOVES.labels("executed").inc()
+            text = (
+                f"{ask.why}: moved — {e.pod.key} evicted from {e.node} through the Eviction API; the "
+                f"replacement goes through normal scheduling (not reserved), the what-if placed it on {e.to}"
+            )
+            self._note(workload, now, text)
+            log.info("feedback move: %s", text)
+            owner = e.pod.controller
+            if owner is not None:
+                known = frozenset(
+                    p.uid for p in state.pods if p.controller is not None and p.controller.uid == owner.uid
+                )
+                self._awaited.append(_Awaited(workload, e.pod.key, owner.uid, known, e.to, now))
+            return True
+        if code in (404, 409):
+            self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "declined"))
+            return False
+        kind = "pdb" if code == 429 else "error"
+        retry = f"; tried again next round (for {self.args.retry_seconds:g} s)"
+        self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why + retry, kind))
+        self._retry[ask.pod] = _Retry(workload, ask, since)
+        return False
+
+    def _replacements(self, state: ClusterState, now: float) -> None:
+        """Report where each moved pod's replacement was bound, once it is."""
+        waiting: list[_Awaited] = []
+        for a in self._awaited:
+            new = [
+                p
+                for p in state.pods
+                if p.controller is not None
+                and p.controller.uid == a.owner
+                and p.uid not in a.known
+                and p.node_name
+            ]
+            if new:
+                p: Pod = new[0]
+                same = "as" if p.node_name == a.predicted else "not as"
+                self._note(
+                    a.workload,
+                    now,
+                    f"replacement {p.key} of {a.pod} bound to {p.node_name} ({same} the what-if placed it: {a.predicted})",
+                )
+            elif now - a.since > self.args.cooldown_seconds:
+                self._note(
+                    a.workload,
+                    now,
+                    f"no replacement of {a.pod} bound within {self.args.cooldown_seconds:g} s",
+                )
+            else:
+                waiting.append(a)
+        self._awaited = waiting
+
+    def _outcome(self, workload: str, now: float, out: MoveOutcome) -> None:
+        FEEDBACK_MOVES.labels(out.kind or "declined").inc()
+        self._note(workload, now, f"{out.why}: not moved ({out.refused})")
+        log.info("feedback move refused: %s: %s", out.pod, out.refused)
+
+    def _note(self, workload: str, now: float, text: str) -> None:
+        self.log.append((workload, f"t={now:g} {text}"))
+
+    def decisions(self) -> list[tuple[str, str]]:
+        return list(self.log)
