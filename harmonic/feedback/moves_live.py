@@ -30,10 +30,11 @@ Every ask, outcome and replacement lands in the decision log (``harmonic model -
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -53,6 +54,11 @@ from harmonic.rescheduler.runner import policy_limits, remember
 from harmonic.rescheduler.state import ClusterState
 from harmonic.signals.identity import workload_of
 from harmonic.signals.metrics import FEEDBACK_MOVES
+
+if TYPE_CHECKING:
+    from harmonic.cluster.events import EventRecorder
+    from harmonic.cluster.kube import LiveScheduler
+    from harmonic.cluster.leader import LeaderElector
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +152,20 @@ class LiveMoves:
         self.log: deque[tuple[str, str]] = deque(maxlen=1000)
 
     @classmethod
-    def for_scheduler(cls, live: Any, registry: Registry, args: MoveArgs) -> LiveMoves:
-        """Moves beside ``live`` (a ``LiveScheduler``): its transport, lease, Events and services."""
-        profiles = {p.scheduler_name: p for p in live.config.profiles}
+    def build(
+        cls,
+        transport: Any,
+        profiles: Sequence[Profile],
+        registry: Registry,
+        args: MoveArgs,
+        *,
+        events: EventRecorder | None = None,
+        leader: LeaderElector | None = None,
+        services: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> LiveMoves:
+        """Moves through ``transport`` with the live rescheduler's eviction path; ``profiles``: the
+        scheduler's, one of which places each moved pod's replacement."""
         policy = Policy(
             profiles=(),
             max_per_node=args.max_per_node,
@@ -157,16 +174,31 @@ class LiveMoves:
             source="--feedback-moves-args",
         )
         rescheduler = LiveRescheduler(
-            live.transport,
+            transport,
             policy,
-            live.config.profiles[0],
+            profiles[0],
             registry,
+            events=events,
+            leader=leader,
+            services=services,
+            clock=clock,
+        )
+        return cls(rescheduler, {p.scheduler_name: p for p in profiles}, args, clock)
+
+    @classmethod
+    def for_scheduler(cls, live: LiveScheduler, registry: Registry, args: MoveArgs) -> LiveMoves:
+        """Moves beside ``live``: its transport, its lease (every eviction is fenced on it), its Events,
+        and its services (the what-if scheduler reads the same models; the nominator stays its own)."""
+        services = {k: v for k, v in live.scheduler.services.items() if k != "nominator"}
+        return cls.build(
+            live.transport,
+            live.config.profiles,
+            registry,
+            args,
             events=live.events,
             leader=live.elector,
-            # The what-if scheduler reads the scheduler's models; the nominator is the scheduler's own.
-            services={k: v for k, v in live.scheduler.services.items() if k != "nominator"},
+            services=services,
         )
-        return cls(rescheduler, profiles, args, rescheduler.clock)
 
     # ------------------------------------------------------------------ a round
     def round(self, asks: Asks) -> None:

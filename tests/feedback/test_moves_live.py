@@ -1,0 +1,319 @@
+"""Moves carried out live, against the API-server double over HTTP: one pod evicted through the Eviction
+API per accepted move; PodDisruptionBudgets (ours and the server's 429) keep the pod; the round's
+budgets and the cool-down cap the rate; an Infeasible resize and the advisor's prediction ask for them;
+each outcome is in the decision log and in harmonic_feedback_moves_total."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harmonic.api.node import parse_node
+from harmonic.api.pod import parse_pod
+from harmonic.feedback.moves import MoveAdvisor
+from harmonic.feedback.moves_live import InfeasibleResizes, LiveMoves, MoveArgs, advice_asks
+from harmonic.feedback.relocate import MoveAsk
+from harmonic.feedback.service import FeedbackService
+from harmonic.framework.config import load_config
+from harmonic.framework.snapshot import Snapshot
+from harmonic.plugins.registry import default_registry
+from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
+from harmonic.signals.dissonance import DissonanceModel
+from harmonic.signals.feedback.learning import InterferenceLearner
+from harmonic.signals.feedback.observation import Observation
+from harmonic.signals.feedback.placement import PlacementView
+from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.metrics import FEEDBACK_MOVES
+from harmonic.testing import node, pod
+from harmonic.testing.apiserver import ApiServerDouble
+from tests.cluster.conftest import api, make_transport, transport
+from tests.rescheduler.helpers import pdb
+
+__all__ = ["api", "make_transport", "transport"]
+
+REGISTRY = default_registry()
+EVICTIONS = "create pods/eviction"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _node(name: str, cpu: str) -> dict[str, Any]:
+    obj: dict[str, Any] = node(name).cap(cpu=cpu, memory="64Gi", pods="110").obj()
+    obj.pop("kind", None)
+    return obj
+
+
+def _pod(name: str, on: str, cpu: str = "1", app: str = "web", **annotations: str) -> dict[str, Any]:
+    obj: dict[str, Any] = (
+        pod(name)
+        .req(cpu=cpu, memory="1Gi")
+        .label("app", app)
+        .label("pod-template-hash", "5d8f7")
+        .owner("ReplicaSet", f"{app}-5d8f7", uid=f"{app}-rs-uid")
+        .node(on)
+        .obj()
+    )
+    obj.pop("kind", None)
+    obj["metadata"].pop("uid", None)
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    return obj
+
+
+def load(api: ApiServerDouble, *objs: dict[str, Any]) -> None:
+    for o in objs:
+        if "nodeName" in o.get("spec", {}):
+            api.create("pods", o)
+            api.set_status("pods", o["metadata"]["name"], {"phase": "Running"}, namespace="default")
+        elif o.get("apiVersion") == "policy/v1":
+            api.create("poddisruptionbudgets", {k: v for k, v in o.items() if k != "kind"})
+        else:
+            api.create("nodes", o)
+
+
+def cluster(api: ApiServerDouble, *extra: dict[str, Any]) -> None:
+    """A full small node holding two web pods, a big empty one."""
+    load(api, _node("small", "4"), _node("big", "16"), _pod("web-1", "small"), _pod("web-2", "small"), *extra)
+
+
+def moves(transport: Any, clock: Clock | None = None, **args: Any) -> LiveMoves:
+    profiles = load_config(None, REGISTRY, source="<test>").profiles
+    return LiveMoves.build(
+        transport, profiles, REGISTRY, MoveArgs.model_validate(args), clock=clock or Clock()
+    )
+
+
+def ask(name: str, why: str = "predicted to flourish on big") -> tuple[str, MoveAsk]:
+    return "default/web", MoveAsk(f"default/{name}", why)
+
+
+def counted() -> dict[str, float]:
+    return {
+        s.labels["outcome"]: s.value
+        for m in FEEDBACK_MOVES.collect()
+        for s in m.samples
+        if s.name.endswith("_total")
+    }
+
+
+def delta(before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in counted().items() if v != before.get(k, 0.0)}
+
+
+def texts(m: LiveMoves) -> list[str]:
+    return [t for _, t in m.decisions()]
+
+
+def test_an_executed_move_evicts_exactly_one_pod(api, transport):
+    cluster(api)
+    api.reset_stats()
+    before = counted()
+    m = moves(transport)
+    m.round([ask("web-1"), ask("web-2")])
+    assert api.stats().requests[EVICTIONS] == 1
+    assert api.get("pods", "web-1", "default") is None and api.get("pods", "web-2", "default") is not None
+    moved, refused = texts(m)
+    assert "moved — default/web-1 evicted from small through the Eviction API" in moved
+    assert "not reserved" in moved and "the what-if placed it on big" in moved
+    assert "not moved (rate limit: eviction rate limit exceeded (1 per run))" in refused
+    assert delta(before) == {"executed": 1, "budget": 1}
+
+
+def test_a_pod_disruption_budget_with_no_disruption_left_keeps_the_pod(api, transport):
+    cluster(api, pdb("web-pdb", "web", minAvailable=2))
+    api.set_status("poddisruptionbudgets", "web-pdb", {"disruptionsAllowed": 0}, namespace="default")
+    api.reset_stats()
+    before = counted()
+    m = moves(transport)
+    m.round([ask("web-1")])
+    # refused before asking the server: the budget is read as the Eviction API would apply it
+    assert api.stats().requests[EVICTIONS] == 0 and api.get("pods", "web-1", "default") is not None
+    assert (
+        "not moved (Cannot evict pod as it would violate the pod's disruption budget default/web-pdb."
+        in texts(m)[0]
+    )
+    assert delta(before) == {"pdb": 1}
+
+
+def test_a_429_from_the_api_server_is_reported_and_retried_never_deleted(api, transport):
+    # The controller has not written the budget's status yet: the spec allows one disruption, the
+    # server (which reads only the status) none.
+    cluster(api, pdb("web-pdb", "web", minAvailable=1))
+    api.reset_stats()
+    before = counted()
+    clock = Clock()
+    m = moves(transport, clock, retrySeconds=120)
+    m.round([ask("web-1")])
+    assert api.stats().requests[EVICTIONS] == 1 and api.get("pods", "web-1", "default") is not None
+    assert (
+        "eviction of default/web-1 refused (429)" in texts(m)[0] and "tried again next round" in texts(m)[0]
+    )
+    clock.now += 60
+    m.round([])  # retried with no new ask, refused again
+    assert api.stats().requests[EVICTIONS] == 2 and api.get("pods", "web-1", "default") is not None
+    assert api.stats().requests["delete pods"] == 0
+    api.set_status("poddisruptionbudgets", "web-pdb", {"disruptionsAllowed": 1}, namespace="default")
+    clock.now += 30
+    m.round([])
+    assert api.get("pods", "web-1", "default") is None
+    assert "moved — default/web-1" in texts(m)[-1]
+    assert delta(before) == {"pdb": 2, "executed": 1}
+
+
+def test_a_refused_move_is_given_up_after_the_retry_window(api, transport):
+    cluster(api, pdb("web-pdb", "web", minAvailable=1))
+    clock = Clock()
+    m = moves(transport, clock, retrySeconds=120)
+    m.round([ask("web-1")])
+    clock.now += 121
+    api.reset_stats()
+    m.round([])
+    assert api.stats().requests[EVICTIONS] == 0
+    assert "given up after 120 s of refusals" in texts(m)[-1]
+
+
+def test_the_cooldown_holds_the_replacement_and_the_workload(api, transport):
+    cluster(api)
+    clock = Clock()
+    m = moves(transport, clock)
+    m.round([ask("web-1")])
+    # the controller's replacement, bound where the what-if placed it
+    load(api, _pod("web-3", "big"))
+    clock.now += 60
+    m.round([ask("web-2"), ("default/web", MoveAsk("default/web-3", "why"))])
+    assert api.get("pods", "web-2", "default") is not None and api.get("pods", "web-3", "default") is not None
+    log = texts(m)
+    assert "replacement default/web-3 of default/web-1 bound to big (as the what-if placed it: big)" in log[1]
+    assert all("not moved (moved within the cool-down)" in t for t in log[2:])
+    clock.now += 600
+    m.round([ask("web-2")])
+    assert api.get("pods", "web-2", "default") is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "refusal"),
+    [
+        ({"maxPerNode": 1}, "node eviction limit exceeded (1)"),
+        ({"maxPerNamespace": 1}, "namespace eviction limit exceeded (1)"),
+    ],
+)
+def test_node_and_namespace_limits_cap_a_round(api, transport, limit, refusal):
+    load(
+        api, _node("small", "4"), _node("big", "16"), _pod("web-1", "small"), _pod("db-1", "small", app="db")
+    )
+    m = moves(transport, maxPerRound=5, **limit)
+    m.round([ask("web-1"), ("default/db", MoveAsk("default/db-1", "why"))])
+    assert [api.get("pods", n, "default") is None for n in ("web-1", "db-1")] == [True, False]
+    assert refusal in texts(m)[1]
+
+
+def test_an_infeasible_resize_asks_for_a_move_where_the_resized_pod_fits(api, transport):
+    load(
+        api,
+        _node("small", "4"),
+        _node("big", "16"),
+        _pod("web-1", "small", **{"harmonic.dev/resize": "auto"}),
+    )
+    actuator = InfeasibleResizes(transport)
+    out = actuator.apply(api.get("pods", "web-1", "default") or {}, 6000, 2**30)
+    assert out.state == "Infeasible"
+    asks = actuator.take()
+    assert [(w, a.pod, a.resources) for w, a in asks] == [("default/web", "default/web-1", (6000, 2**30))]
+    m = moves(transport)
+    m.round(asks)
+    assert api.get("pods", "web-1", "default") is None
+    [text] = texts(m)
+    assert "its resize to cpu 6000m, memory 1024Mi is Infeasible there; cost a restart (30 s" in text
+    assert "the what-if placed it on big" in text
+    assert actuator.take() == []
+
+
+def test_a_pod_of_another_scheduler_is_not_moved(api, transport):
+    other = _pod("web-1", "small")
+    other["spec"]["schedulerName"] = "someone-else"
+    load(api, _node("small", "4"), _node("big", "16"), other)
+    m = moves(transport)
+    m.round([ask("web-1")])
+    assert api.get("pods", "web-1", "default") is not None
+    assert "its pods are placed by someone-else, not by this scheduler" in texts(m)[0]
+
+
+# ---------------------------------------------------------------------- the loop's round, end to end
+LC = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+BM = CLASS_INDEX[WorkloadClass.BATCH_MEMORY]
+
+
+def _learnt() -> InterferenceLearner:
+    """web's cost rises by 3x per unit of node CPU held by batch-memory, seen 500 times."""
+    learner = InterferenceLearner(DissonanceModel())
+    rng = np.random.default_rng(0)
+    reports = []
+    for i in range(500):
+        x = np.zeros(len(CLASSES))
+        x[BM] = rng.uniform(0, 0.6)
+        reports.append(
+            Observation(
+                WorkloadKey("default", "web"), LC, "ms", 10 * (1 + 3 * x[BM]), "minimize", i, neighbours=x
+            )
+        )
+    learner.observe(reports)
+    return learner
+
+
+def _antagonised(api: ApiServerDouble) -> PlacementView:
+    """web-1 beside a batch-memory Job on a, b empty: as the API server has it, and as the cache sees it."""
+    objs = [
+        _node("a", "8"),
+        _node("b", "8"),
+        _pod("web-1", "a"),
+        _pod("scan-0", "a", cpu="4", app="scan"),
+    ]
+    objs[3]["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "scan", "uid": "scan-uid", "controller": True}
+    ]
+    objs[3]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "40Gi"
+    load(api, *objs)
+    snap = Snapshot()
+    for n in ("a", "b"):
+        snap.set_node(parse_node(api.get("nodes", n) or {}))
+    for name in ("web-1", "scan-0"):
+        p = parse_pod(api.get("pods", name, "default") or {})
+        snap.add_pod(p, p.node_name)
+    return PlacementView(snap)
+
+
+@pytest.mark.parametrize("execute", [True, False])
+def test_the_loop_moves_what_the_model_predicts_only_with_the_option(api, transport, execute):
+    view = _antagonised(api)
+    service = FeedbackService(_learnt(), lambda fn: fn(view))
+    service.moves = moves(transport) if execute else None
+    before = counted()
+    api.reset_stats()
+    assert service.round(timeout=5)
+    decisions = service.state()["workloads"]["default/web"]["decisions"]
+    if execute:
+        assert api.stats().requests[EVICTIONS] == 1 and api.get("pods", "web-1", "default") is None
+        [text] = decisions
+        assert "move default/web-1 from a (best: b)" in text and "gain" in text and "restart cost" in text
+        assert "moved — default/web-1 evicted from a" in text and "the what-if placed it on b" in text
+        assert delta(before) == {"executed": 1}
+    else:
+        assert api.stats().requests[EVICTIONS] == 0 and api.get("pods", "web-1", "default") is not None
+        [text] = decisions
+        assert text.endswith("(recommended; not executed)")
+        assert delta(before) == {"recommended": 1}
+
+
+def test_advice_asks_carry_the_nodes_worth_the_move(api):
+    view = _antagonised(api)
+    [advice] = MoveAdvisor().advise(view, _learnt(), now=0.0)
+    [(workload, a)] = advice_asks([advice])
+    assert (workload, a.pod, a.nodes, a.resources) == ("default/web", "default/web-1", frozenset({"b"}), None)
