@@ -1,0 +1,115 @@
+"""``harmonic run --feedback-moves`` end to end over HTTP: a resize the kubelet finds Infeasible on its
+node asks for a move, carried out through the Eviction API with the option and only reported without
+it; bad move args are an error naming the file and field."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from harmonic.cli import main
+from harmonic.testing import node
+from harmonic.testing.apiserver import ApiServerDouble
+
+from .conftest import harmonic_run, run_config, wait_until
+from .test_feedback_live import DISSONANCE, _free_port, _service_pod, _wait_serving
+
+
+def _outgrowing(api: ApiServerDouble, tmp_path: Path) -> list[str]:
+    """api-0 asks 6 of n0's 8 CPUs and reports 5 against an SLO of 2: the right-sizer grows it by half,
+    which n0 cannot hold (Infeasible) and n1 can. The arguments of ``harmonic run`` for that."""
+    api.create("nodes", node("n0").cap(cpu="8", memory="64Gi", pods=110).obj())
+    api.create("nodes", node("n1").cap(cpu="16", memory="64Gi", pods=110).obj())
+    slo = {"harmonic.dev/flourish-target": "2", "harmonic.dev/resize": "auto"}
+    placed = _service_pod("api-0", "6", slo)
+    placed["spec"]["schedulerName"] = "harmonic"  # ours: this scheduler places its replacement
+    api.create("pods", placed)
+    api.set_status("pods", "api-0", {"phase": "Running"}, namespace="default")
+    api.create("metrics.k8s.io/nodes", {"metadata": {"name": "n0"}, "usage": {"cpu": "5", "memory": "2Gi"}})
+    usage = {"name": "c", "usage": {"cpu": "5", "memory": "500Mi"}}
+    api.create(
+        "metrics.k8s.io/pods", {"metadata": {"name": "api-0", "namespace": "default"}, "containers": [usage]}
+    )
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    guardrails = tmp_path / "rightsizing.yaml"
+    guardrails.write_text("cooldownSeconds: 0\nminReports: 2\n")
+    return [
+        "--feedback-token-file",
+        str(token),
+        "--feedback-interval",
+        "1",
+        "--feedback-rightsizing",
+        "--feedback-rightsizing-interval",
+        "2",
+        "--feedback-rightsizing-args",
+        str(guardrails),
+    ]
+
+
+@pytest.mark.parametrize("execute", [True, False])
+def test_an_infeasible_resize_moves_the_pod_only_with_the_option(
+    api: ApiServerDouble, tmp_path: Path, execute
+):
+    args = _outgrowing(api, tmp_path)
+    port = _free_port()
+    proc = harmonic_run(
+        run_config(api, tmp_path, DISSONANCE), "a", port, *args, *(["--feedback-moves"] if execute else [])
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def answered() -> str | None:
+        report = {"namespace": "default", "pod": "api-0", "metric": "latency", "value": 5.0}
+        httpx.post(f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5)
+        metrics = httpx.get(f"{url}/metrics", timeout=5).text
+        seen = [line for line in metrics.splitlines() if line.startswith("harmonic_feedback_moves_total{")]
+        return "\n".join(seen) or None
+
+    try:
+        _wait_serving(url)
+        counted = wait_until(answered, timeout=60, what="a move asked for")
+        explained = CliRunner().invoke(main, ["model", url, "--explain", "default/api"])
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    stats = api.stats().requests
+    assert stats["patch pods/resize"] >= 1
+    assert explained.exit_code == 0 and "Infeasible" in explained.output
+    if execute:
+        assert 'harmonic_feedback_moves_total{outcome="executed"} 1.0' in counted
+        assert stats["create pods/eviction"] == 1 and api.get("pods", "api-0", "default") is None
+        assert "moved — default/api-0 evicted from n0 through the Eviction API" in explained.output
+        assert "the what-if placed it on n1" in explained.output
+    else:
+        assert counted == 'harmonic_feedback_moves_total{outcome="recommended"} 1.0'
+        assert stats["create pods/eviction"] == 0 and api.get("pods", "api-0", "default") is not None
+        assert "moves are not executed live" in explained.output
+
+
+def test_bad_move_args_name_the_file_and_field(api: ApiServerDouble, tmp_path: Path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    bad = tmp_path / "moves.yaml"
+    bad.write_text("maxPerRound: 0\n")
+    config = run_config(api, tmp_path, DISSONANCE)
+    proc = harmonic_run(
+        config,
+        "a",
+        0,
+        "--feedback-token-file",
+        str(token),
+        "--feedback-moves",
+        "--feedback-moves-args",
+        str(bad),
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"{bad}: maxPerRound: Input should be greater than or equal to 1" in err and "Traceback" not in err
+    alone = harmonic_run(config, "a", 0, "--feedback-moves")
+    _, err = alone.communicate(timeout=60)
+    assert alone.returncode == 1 and "--feedback-moves needs reports" in err
