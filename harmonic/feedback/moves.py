@@ -12,8 +12,9 @@ for that: the predicted fall of the slowdown, relative to the pod's cost ``1 + s
 ``restartSeconds / horizonSeconds`` and ``minGain``, and exceed twice the standard deviation of the
 prediction where the pod runs (hysteresis: an uncertain model recommends nothing). One
 recommendation per workload per ``cooldownSeconds``. Recommendations are reported (the decision log of
-``harmonic model --explain``, metrics.json's ``move_recommendations``); in the simulator, with
-``feedback.moves``, they are asks the rescheduler's evictor decides (``relocate``, ``sim.feedback_moves``).
+``harmonic model --explain``, metrics.json's ``move_recommendations``); in the simulator with
+``feedback.moves``, and live with ``harmonic run --feedback-moves``, they are asks the rescheduler's
+evictor decides (``relocate``; ``sim.feedback_moves``, ``moves_live``).
 """
 
 from __future__ import annotations
