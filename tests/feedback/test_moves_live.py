@@ -5,13 +5,17 @@ each outcome is in the decision log and in harmonic_feedback_moves_total."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
+from harmonic.cluster.transport import Transport, load_client
 from harmonic.feedback.moves import MoveAdvisor
 from harmonic.feedback.moves_live import InfeasibleResizes, LiveMoves, MoveArgs, advice_asks
 from harmonic.feedback.relocate import MoveAsk
@@ -317,3 +321,44 @@ def test_advice_asks_carry_the_nodes_worth_the_move(api):
     [advice] = MoveAdvisor().advise(view, _learnt(), now=0.0)
     [(workload, a)] = advice_asks([advice])
     assert (workload, a.pod, a.nodes, a.resources) == ("default/web", "default/web-1", frozenset({"b"}), None)
+
+
+# ---------------------------------------------------------------------- invariant 5, live
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    placed=st.lists(st.tuples(st.sampled_from(["web", "db"]), st.integers(0, 2)), min_size=1, max_size=6),
+    allowed=st.integers(0, 2),
+    per_round=st.integers(1, 4),
+    per_node=st.none() | st.integers(1, 2),
+    per_namespace=st.none() | st.integers(1, 3),
+    order=st.randoms(use_true_random=False),
+)
+def test_a_round_never_evicts_past_a_budget(
+    tmp_path, placed, allowed, per_round, per_node, per_namespace, order
+):
+    with ApiServerDouble() as server:
+        load(server, *(_node(f"n{i}", "8") for i in range(3)), _node("spare", "64"))
+        names = [f"{app}-{i}" for i, (app, _) in enumerate(placed)]
+        load(server, *(_pod(n, f"n{at}", app=app) for n, (app, at) in zip(names, placed, strict=True)))
+        load(server, pdb("web-pdb", "web", minAvailable=0))
+        server.set_status(
+            "poddisruptionbudgets", "web-pdb", {"disruptionsAllowed": allowed}, namespace="default"
+        )
+        server.reset_stats()
+        kubeconfig = server.kubeconfig(tmp_path / f"kubeconfig-{order.random()}")
+        conn = Transport(load_client(str(kubeconfig)), qps=-1, burst=100, timeout=10.0)
+        limits = {"maxPerRound": per_round, "maxPerNode": per_node, "maxPerNamespace": per_namespace}
+        m = moves(conn, **{k: v for k, v in limits.items() if v is not None})
+        order.shuffle(names)
+        before = counted()
+        m.round([(f"default/{n.split('-')[0]}", MoveAsk(f"default/{n}", "why")) for n in names])
+        gone = [n for n in names if server.get("pods", n, "default") is None]
+        evicted = server.stats().requests[EVICTIONS]
+    by_name = {f"{app}-{i}": (app, at) for i, (app, at) in enumerate(placed)}
+    per_node_count = Counter(by_name[n][1] for n in gone)
+    assert evicted == len(gone) <= min(per_round, per_namespace or per_round)
+    assert sum(1 for n in gone if by_name[n][0] == "web") <= allowed
+    assert per_node is None or max(per_node_count.values(), default=0) <= per_node
+    # every ask has exactly one outcome, counted
+    assert sum(delta(before).values()) == len(names)
+    assert delta(before).get("executed", 0) == len(gone)
