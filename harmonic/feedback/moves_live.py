@@ -46,12 +46,14 @@ from harmonic.feedback.resize import INFEASIBLE, LiveActuator, Outcome
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.config import Profile
 from harmonic.framework.registry import Registry
+from harmonic.framework.services import ACTIVATE, NOMINATOR, PODS, WAITING_PODS, MissingServiceError
 from harmonic.rescheduler.budget import Budget
 from harmonic.rescheduler.framework import Eviction, RunLog
 from harmonic.rescheduler.live import LiveRescheduler
 from harmonic.rescheduler.policy import Policy
 from harmonic.rescheduler.runner import policy_limits, remember
 from harmonic.rescheduler.state import ClusterState
+from harmonic.scheduler.podlister import PodLister
 from harmonic.signals.identity import workload_of
 from harmonic.signals.metrics import FEEDBACK_MOVES
 
@@ -188,8 +190,11 @@ class LiveMoves:
     @classmethod
     def for_scheduler(cls, live: LiveScheduler, registry: Registry, args: MoveArgs) -> LiveMoves:
         """Moves beside ``live``: its transport, its lease (every eviction is fenced on it), its Events,
-        and its services (the what-if scheduler reads the same models; the nominator stays its own)."""
-        services = {k: v for k, v in live.scheduler.services.items() if k != "nominator"}
+        and its services — the models and cluster listers the what-if's plugins read — but not those
+        of its scheduling thread (nominator, queue, waiting pods, pod lister): a round runs on the
+        feedback loop's thread, and the what-if gets a pod lister of its own."""
+        own = {s.name for s in (NOMINATOR, PODS, ACTIVATE, WAITING_PODS)}
+        services = {k: v for k, v in live.scheduler.services.items() if k not in own}
         return cls.build(
             live.transport,
             live.config.profiles,
@@ -237,17 +242,28 @@ class LiveMoves:
                 continue
             groups.setdefault(name, []).append((workload, ask, since))
         done: list[Eviction] = []
+        pods = PodLister()
+        for p in state.pods:
+            if not p.is_terminal:
+                pods.set(p)
+        services = {**self.rescheduler.services, PODS.name: pods}
         for name, items in groups.items():
-            outcomes, decided = decide_moves(
-                [a for _, a, _ in items],
-                state,
-                self.profiles[name],
-                self.rescheduler.registry,
-                services=self.rescheduler.services,
-                recent=self.rescheduler.recent,
-                cooldown=self.args.cooldown_seconds,
-                budget=budget,
-            )
+            try:
+                outcomes, decided = decide_moves(
+                    [a for _, a, _ in items],
+                    state,
+                    self.profiles[name],
+                    self.rescheduler.registry,
+                    services=services,
+                    recent=self.rescheduler.recent,
+                    cooldown=self.args.cooldown_seconds,
+                    budget=budget,
+                )
+            except MissingServiceError as e:
+                for workload, ask, _ in items:
+                    why = f"the what-if scheduler of profile {name} cannot be built: {e}"
+                    self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "error"))
+                continue
             evictions = {e.pod.key: e for e in decided.evictions}
             for (workload, ask, since), out in zip(items, outcomes, strict=True):
                 if out.refused:

@@ -250,6 +250,31 @@ def test_a_pod_of_another_scheduler_is_not_moved(api, transport):
     assert "its pods are placed by someone-else, not by this scheduler" in texts(m)[0]
 
 
+def test_a_profile_whose_what_if_cannot_be_built_moves_nothing(api, transport):
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {"disabled": [{"name": "PrioritySort"}]},
+                },
+            }
+        ],
+    }
+    profiles = load_config(doc, REGISTRY, source="<test>").profiles
+    cluster(api)
+    before = counted()
+    # no "batch" service (PodGroups): Coscheduling cannot work, so neither can the what-if
+    m = LiveMoves.build(transport, profiles, REGISTRY, MoveArgs(), clock=Clock())
+    m.round([ask("web-1")])
+    assert api.get("pods", "web-1", "default") is not None
+    assert "the what-if scheduler of profile default-scheduler cannot be built" in texts(m)[0]
+    assert delta(before) == {"error": 1}
+
+
 # ---------------------------------------------------------------------- the loop's round, end to end
 LC = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
 BM = CLASS_INDEX[WorkloadClass.BATCH_MEMORY]
