@@ -338,7 +338,8 @@ class LiveMoves:
         log.info("feedback move refused: %s: %s", out.pod, out.refused)
 
     def _note(self, workload: str, now: float, text: str) -> None:
-        self.log.append((workload, f"t={now:g} {text}"))
+        # Whole seconds since the epoch: ":g" would round a wall-clock time to hours.
+        self.log.append((workload, f"t={now:.0f} {text}"))
 
     def decisions(self) -> list[tuple[str, str]]:
         return list(self.log)

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
 from harmonic.cluster.transport import Transport, load_client
-from harmonic.feedback.moves import MoveAdvisor
+from harmonic.feedback.moves import MoveAdvisor, MoveSettings
 from harmonic.feedback.moves_live import InfeasibleResizes, LiveMoves, MoveArgs, advice_asks
 from harmonic.feedback.relocate import MoveAsk
 from harmonic.feedback.service import FeedbackService
@@ -114,6 +115,30 @@ def delta(before: dict[str, float]) -> dict[str, float]:
 
 def texts(m: LiveMoves) -> list[str]:
     return [t for _, t in m.decisions()]
+
+
+def test_the_args_default_to_the_advisors_settings_and_refuse_nonsense():
+    assert MoveArgs().settings() == MoveSettings()
+    custom = MoveArgs.model_validate(
+        {"minGain": 0.2, "restartSeconds": 60, "horizonSeconds": 600, "cooldownSeconds": 5}
+    )
+    assert custom.settings() == MoveSettings(0.2, 60, 600, 5)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"maxPerRound": 0}, "maxPerRound"),
+        ({"maxPerNode": 0}, "maxPerNode"),
+        ({"horizonSeconds": 0}, "horizonSeconds"),
+        ({"retrySeconds": -1}, "retrySeconds"),
+        ({"maxPerPod": 1}, "maxPerPod"),
+    ],
+)
+def test_bad_args_name_the_field(doc, field):
+    with pytest.raises(ValidationError) as e:
+        MoveArgs.model_validate(doc)
+    assert e.value.errors()[0]["loc"] == (field,)
 
 
 def test_an_executed_move_evicts_exactly_one_pod(api, transport):
