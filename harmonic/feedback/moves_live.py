@@ -119,7 +119,7 @@ class InfeasibleResizes(LiveActuator):
 
 
 @dataclass(frozen=True)
-class _Retry:
+class _Pending:
     workload: str
     ask: MoveAsk
     since: float
@@ -148,7 +148,7 @@ class LiveMoves:
         self.args = args
         self.clock = clock
         self.limits = policy_limits(rescheduler.policy, args.max_per_round)
-        self._retry: dict[str, _Retry] = {}
+        self._retry: dict[str, _Pending] = {}
         self._awaited: list[_Awaited] = []
         #: (workload, text) of every ask, outcome and replacement, for ``harmonic model --explain``.
         self.log: deque[tuple[str, str]] = deque(maxlen=1000)
@@ -209,74 +209,92 @@ class LiveMoves:
     def round(self, asks: Asks) -> None:
         """Decide and carry out this round's asks and the retries due (off the scheduler's thread)."""
         now = self.clock()
-        pending: dict[str, tuple[str, MoveAsk, float]] = {}
-        for key, r in list(self._retry.items()):
-            if now - r.since <= self.args.retry_seconds:
-                pending[key] = (r.workload, r.ask, r.since)
-            else:
-                self._note(
-                    r.workload, now, f"{r.ask.why}: given up after {self.args.retry_seconds:g} s of refusals"
-                )
-        self._retry.clear()
-        for workload, ask in asks:
-            pending[ask.pod] = (workload, ask, now)
+        pending = self._due(asks, now)
         if not pending and not self._awaited:
             return
         try:
             state = self.rescheduler.snapshot()
         except (ApiStatusError, TransportError) as e:
             log.warning("feedback moves: reading the cluster: %s; the asks are retried next round", e)
-            for key, (workload, ask, since) in pending.items():
-                self._retry[key] = _Retry(workload, ask, since)
+            self._retry.update(pending)
             return
         self._replacements(state, now)
         budget = Budget(self.limits, state.pdbs, state.pods)
         by_key = {p.key: p for p in state.pods}
-        groups: dict[str, list[tuple[str, MoveAsk, float]]] = {}
-        for workload, ask, since in pending.values():
-            pod = by_key.get(ask.pod)
+        groups: dict[str, list[_Pending]] = {}
+        for r in pending.values():
+            pod = by_key.get(r.ask.pod)
             name = pod.scheduler_name if pod is not None else next(iter(self.profiles))
             if name not in self.profiles:
                 why = f"its pods are placed by {name}, not by this scheduler"
-                self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "declined"))
+                self._outcome(r.workload, now, MoveOutcome(r.ask.pod, r.ask.why, "", why, "declined"))
                 continue
-            groups.setdefault(name, []).append((workload, ask, since))
-        done: list[Eviction] = []
+            groups.setdefault(name, []).append(r)
         pods = PodLister()
         for p in state.pods:
             if not p.is_terminal:
                 pods.set(p)
         services = {**self.rescheduler.services, PODS.name: pods}
+        done: list[Eviction] = []
         for name, items in groups.items():
-            try:
-                outcomes, decided = decide_moves(
-                    [a for _, a, _ in items],
-                    state,
-                    self.profiles[name],
-                    self.rescheduler.registry,
-                    services=services,
-                    recent=self.rescheduler.recent,
-                    cooldown=self.args.cooldown_seconds,
-                    budget=budget,
-                )
-            except MissingServiceError as e:
-                for workload, ask, _ in items:
-                    why = f"the what-if scheduler of profile {name} cannot be built: {e}"
-                    self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "error"))
-                continue
-            evictions = {e.pod.key: e for e in decided.evictions}
-            for (workload, ask, since), out in zip(items, outcomes, strict=True):
-                if out.refused:
-                    self._outcome(workload, now, out)
-                    continue
-                eviction = evictions[out.pod]
-                if self._evict(workload, ask, since, eviction, state, now):
-                    done.append(eviction)
+            done += self._decide(name, items, state, budget, services, now)
         remember(self.rescheduler.recent, RunLog(evictions=done), now)
 
-    def _evict(
-        self, workload: str, ask: MoveAsk, since: float, e: Eviction, state: ClusterState, now: float
-    ) -> bool:
+    def _due(self, asks: Asks, now: float) -> dict[str, _Pending]:
+        """This round's asks by pod, after the refused ones still within ``retrySeconds``."""
+        pending: dict[str, _Pending] = {}
+        for key, r in self._retry.items():
+            if now - r.since <= self.args.retry_seconds:
+                pending[key] = r
+            else:
+                text = f"{r.ask.why}: given up after {self.args.retry_seconds:g} s of refusals"
+                self._note(r.workload, now, text)
+        self._retry.clear()
+        for workload, ask in asks:
+            pending[ask.pod] = _Pending(workload, ask, now)
+        # The cool-down's memory needs nothing older than the cool-down.
+        recent = self.rescheduler.recent
+        for k in [k for k, t in recent.items() if now - t >= self.args.cooldown_seconds]:
+            del recent[k]
+        return pending
+
+    def _decide(
+        self,
+        name: str,
+        items: list[_Pending],
+        state: ClusterState,
+        budget: Budget,
+        services: Mapping[str, Any],
+        now: float,
+    ) -> list[Eviction]:
+        """Decide one profile's asks against the round's ``budget``, evict the accepted ones."""
+        try:
+            outcomes, decided = decide_moves(
+                [r.ask for r in items],
+                state,
+                self.profiles[name],
+                self.rescheduler.registry,
+                services=services,
+                recent=self.rescheduler.recent,
+                cooldown=self.args.cooldown_seconds,
+                budget=budget,
+            )
+        except MissingServiceError as e:
+            why = f"the what-if scheduler of profile {name} cannot be built: {e}"
+            for r in items:
+                self._outcome(r.workload, now, MoveOutcome(r.ask.pod, r.ask.why, "", why, "error"))
+            return []
+        evictions = {e.pod.key: e for e in decided.evictions}
+        done = []
+        for r, out in zip(items, outcomes, strict=True):
+            if out.refused:
+                self._outcome(r.workload, now, out)
+            elif self._evict(r, evictions[out.pod], state, now):
+                done.append(evictions[out.pod])
+        return done
+
+    def _evict(self, r: _Pending, e: Eviction, state: ClusterState, now: float) -> bool:
+        workload, ask = r.workload, r.ask
         code, why = self.rescheduler.evict_answer(e)
         if not why:
             FEEDBACK_MOVES.labels("executed").inc()
@@ -296,10 +314,12 @@ class LiveMoves:
         if code in (404, 409):
             self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "declined"))
             return False
-        kind = "pdb" if code == 429 else "error"
+        # A 429 is a PodDisruptionBudget when the server says so (the Eviction API's own message), else
+        # the server's throttling: both are tried again.
+        kind = "pdb" if code == 429 and "disruption budget" in why else "error"
         retry = f"; tried again next round (for {self.args.retry_seconds:g} s)"
         self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why + retry, kind))
-        self._retry[ask.pod] = _Retry(workload, ask, since)
+        self._retry[ask.pod] = r
         return False
 
     def _replacements(self, state: ClusterState, now: float) -> None:

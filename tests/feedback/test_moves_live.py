@@ -197,6 +197,21 @@ def test_a_429_from_the_api_server_is_reported_and_retried_never_deleted(api, tr
     assert delta(before) == {"pdb": 2, "executed": 1}
 
 
+def test_a_throttled_eviction_is_an_error_tried_again(api, transport):
+    cluster(api)
+    fault = api.inject(status=429, method="POST", path="/eviction$", times=1, message="too many requests")
+    before = counted()
+    clock = Clock()
+    m = moves(transport, clock)
+    m.round([ask("web-1")])
+    assert fault.hits == 1 and api.get("pods", "web-1", "default") is not None
+    assert "refused (429)" in texts(m)[0] and "tried again next round" in texts(m)[0]
+    clock.now += 60
+    m.round([])
+    assert api.get("pods", "web-1", "default") is None
+    assert delta(before) == {"error": 1, "executed": 1}
+
+
 def test_a_refused_move_is_given_up_after_the_retry_window(api, transport):
     cluster(api, pdb("web-pdb", "web", minAvailable=1))
     clock = Clock()
