@@ -26,6 +26,7 @@ import numpy as np
 from harmonic.api.node import Node
 from harmonic.api.pod import parse_pod
 from harmonic.api.resources import CPU, MEMORY
+from harmonic.api.taints import Toleration, tolerated
 from harmonic.cluster.memory import InMemoryCluster
 from harmonic.framework.snapshot import CPU_COL, MEMORY_COL, PODS_COL
 from harmonic.scheduler.clock import ManualClock
@@ -56,6 +57,8 @@ class Series:
     lc_slowdown: list[float | None] = field(default_factory=list)
     #: Every (sample, latency-critical pod) slowdown, for the overall mean and p95.
     lc_slowdown_all: list[float] = field(default_factory=list)
+    #: Per sample with pods waiting: CPU millicores free where none of them fits (``stranded_cpu``).
+    stranded_cpu: list[float] = field(default_factory=list)
 
 
 class MeasuredWorld(Protocol):
@@ -89,6 +92,22 @@ class Recorder:
         self.series = Series()
         #: Per-node allocation at the end: node -> (cpu share, memory share).
         self.final_allocation: dict[str, tuple[float, float]] = {}
+        #: Pod key -> what a waiting pod needs, parsed once per pod.
+        self._needs: dict[str, Need] = {}
+
+    def _waiting(self) -> list[Need]:
+        """What the pods waiting for a node need; DaemonSet pods are left out (each fits one node only)."""
+        out: list[Need] = []
+        for rec in self.world.pending():
+            if rec.daemon:
+                continue
+            need = self._needs.get(rec.key)
+            if need is None:
+                pod = parse_pod(self.world.cluster.pods[rec.key])
+                shape = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0), 1)
+                need = self._needs[rec.key] = Need(shape, pod.tolerations)
+            out.append(need)
+        return out
 
     def allocation(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Nodes that are not failed, and their CPU and memory allocation (0..1)."""
@@ -122,6 +141,9 @@ class Recorder:
         slowdowns = latency_critical_slowdowns(w.scheduler.cache.snapshot)
         s.lc_slowdown.append(float(np.mean(slowdowns)) if slowdowns else None)
         s.lc_slowdown_all.extend(slowdowns)
+        waiting = self._waiting()
+        if waiting:
+            s.stranded_cpu.append(stranded_cpu(w, waiting))
         if final:
             self.final_allocation = {n: (float(c), float(m)) for n, c, m in zip(names, cpu, mem, strict=True)}
         w.truth.sample()
@@ -209,6 +231,45 @@ def fragmentation(world: MeasuredWorld, shapes: list[tuple[int, int, int]]) -> d
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A waiting pod's requests (CPU millicores, memory bytes, one pod slot) and tolerations."""
+
+    shape: tuple[int, int, int]
+    tolerations: tuple[Toleration, ...]
+
+
+def stranded_cpu(world: MeasuredWorld, waiting: Sequence[Need]) -> float:
+    """CPU millicores left free, while ``waiting`` pods wait, on nodes where none of them fits.
+
+    Counts nodes that accept pods (live, not cordoned, not failed) and whose NoSchedule/NoExecute taints
+    some waiting pod tolerates; a node's free CPU is stranded when no waiting pod's requests (CPU,
+    memory, a pod slot) fit in what it has left: capacity work could not use while it waited — what
+    packing wasted, or what no node could have given a pod bigger than any node — as opposed to
+    capacity nobody asked for. Affinities and spreading are not considered."""
+    snap = world.scheduler.cache.snapshot
+    cols = [CPU_COL, MEMORY_COL, PODS_COL]
+    req = np.array(sorted({n.shape for n in waiting}), dtype=np.int64)
+    kinds = {n.tolerations for n in waiting}
+    slots = np.flatnonzero(snap.live & ~snap.unschedulable)
+    keep = np.ones(len(slots), dtype=bool)
+    for i, slot in enumerate(slots.tolist()):
+        node = snap.node(slot)
+        if node.name in world.failed_nodes:
+            keep[i] = False
+            continue
+        hard = [t for t in node.taints if t.effect in _HARD_TAINTS]
+        if hard and not any(all(tolerated(tol, t) for t in hard) for tol in kinds):
+            keep[i] = False
+    slots = slots[keep]
+    free = (snap.allocatable[slots][:, cols] - snap.requested[slots][:, cols]).clip(min=0)
+    fits = np.all(free[:, None, :] >= req[None, :, :], axis=2).any(axis=1)
+    return float(free[~fits, 0].sum())
+
+
+_HARD_TAINTS = frozenset({"NoSchedule", "NoExecute"})
+
+
 def _percentile(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 6) if values else 0.0
 
@@ -282,6 +343,10 @@ def summarize(world: MeasuredWorld) -> dict[str, Any]:
             "memory": _stats([m for _, m in world.recorder.final_allocation.values()]),
         },
         "fragmentation": fragmentation(world, shapes),
+        "stranded_cpu_cores_while_pending": round(float(np.mean(s.stranded_cpu)) / 1000, 6)
+        if s.stranded_cpu
+        else None,
+        "samples_with_pending": len(s.stranded_cpu),
         "latency_critical_slowdown": round(float(np.mean(s.lc_slowdown_all)), 6)
         if s.lc_slowdown_all
         else None,

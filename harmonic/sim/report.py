@@ -119,6 +119,7 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     row("memory allocation mean", lambda m: m["allocation"]["memory"]["mean"], pct=True)
     row("memory allocation stdev", lambda m: m["allocation"]["memory"]["stdev"], pct=True)
     row("unusable free CPU (pending pods)", lambda m: m["fragmentation"]["unusable_cpu_share"], pct=True)
+    row("CPU stranded while pods wait (cores)", lambda m: m["stranded_cpu_cores_while_pending"])
     row("decisions per second (wall)", lambda m: m["decisions_per_second"])
     return rows
 
