@@ -164,6 +164,7 @@ class LiveFeedback:
         self.moves = LiveMoves.for_scheduler(live, default_registry(), args)
         if self.rightsizing is not None:
             self.rightsizing.actuator.restart_seconds = args.restart_seconds
+            self.rightsizing.actuator.move_note = self.rightsizing.actuator.moves_executed
 
     @property
     def services(self) -> dict[str, Any]:

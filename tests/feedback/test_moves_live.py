@@ -235,8 +235,7 @@ def test_the_cooldown_holds_the_replacement_and_the_workload(api, transport):
     m.round([ask("web-2"), ("default/web", MoveAsk("default/web-3", "why"))])
     assert api.get("pods", "web-2", "default") is not None and api.get("pods", "web-3", "default") is not None
     log = texts(m)
-    assert "replacement default/web-3 of default/web-1 bound to big (as the what-if placed it: big)" in log[1]
-    assert all("not moved (moved within the cool-down)" in t for t in log[2:])
+    assert len(log) == 3 and all("not moved (moved within the cool-down)" in t for t in log[1:])
     clock.now += 600
     m.round([ask("web-2")])
     assert api.get("pods", "web-2", "default") is None
