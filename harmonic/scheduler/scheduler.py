@@ -448,6 +448,9 @@ class Scheduler:
         r = self.reservations.take(pod)
         if r is None:
             return pod
+        if not self.cache.snapshot.has_node(r.node):
+            # The node left since: nothing to nominate; the pod falls back to normal scheduling.
+            return pod
         nominated = clone_pod(pod)
         nominated.nominated_node_name = r.node
         log.info("pod %s replaces %s: nominated to %s, reserved for it", pod.key, r.moved, r.node)
