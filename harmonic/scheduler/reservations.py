@@ -89,10 +89,11 @@ class Reservations:
     def cancel(self, r: Reservation) -> bool:
         """Give ``r`` up if nobody consumed it yet (outcome ``cancelled``); False if it was."""
         with self._lock:
-            held = self.open.get(r.owner)
-            if held is None or r not in held:
+            held = self.open.get(r.owner) or []
+            at = next((i for i, x in enumerate(held) if x is r), None)
+            if at is None:
                 return False
-            held.remove(r)
+            del held[at]
             if not held:
                 del self.open[r.owner]
         self.on_outcome(r, CANCELLED, "", "")
