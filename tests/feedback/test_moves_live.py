@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import Counter as Counter_
 from pydantic import ValidationError
 
 from harmonic.api.node import parse_node
@@ -100,17 +101,14 @@ def ask(name: str, why: str = "predicted to flourish on big") -> tuple[str, Move
     return "default/web", MoveAsk(f"default/{name}", why)
 
 
-def counted() -> dict[str, float]:
+def counted(metric: Counter_ = FEEDBACK_MOVES) -> dict[str, float]:
     return {
-        s.labels["outcome"]: s.value
-        for m in FEEDBACK_MOVES.collect()
-        for s in m.samples
-        if s.name.endswith("_total")
+        s.labels["outcome"]: s.value for m in metric.collect() for s in m.samples if s.name.endswith("_total")
     }
 
 
-def delta(before: dict[str, float]) -> dict[str, float]:
-    return {k: v - before.get(k, 0.0) for k, v in counted().items() if v != before.get(k, 0.0)}
+def delta(before: dict[str, float], metric: Counter_ = FEEDBACK_MOVES) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in counted(metric).items() if v != before.get(k, 0.0)}
 
 
 def texts(m: LiveMoves) -> list[str]:

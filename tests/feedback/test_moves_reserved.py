@@ -17,7 +17,7 @@ from harmonic.plugins.registry import default_registry
 from harmonic.signals.metrics import FEEDBACK_RESERVATIONS
 from harmonic.testing.apiserver import ApiServerDouble
 from tests.cluster.conftest import Running, api, make_transport, scheduling, start_scheduler, wait_until
-from tests.feedback.test_moves_live import Clock, _node, _pod, ask, load, texts
+from tests.feedback.test_moves_live import Clock, _node, _pod, ask, counted, delta, load, texts
 from tests.rescheduler.helpers import pdb
 
 __all__ = ["api", "make_transport", "start_scheduler"]
@@ -32,15 +32,6 @@ def _ours(name: str, on: str = "", cpu: str = "1", app: str = "web") -> dict[str
     if not on:
         del obj["spec"]["nodeName"]
     return obj
-
-
-def reserved_counts() -> dict[str, float]:
-    return {
-        s.labels["outcome"]: s.value
-        for m in FEEDBACK_RESERVATIONS.collect()
-        for s in m.samples
-        if s.name.endswith("_total")
-    }
 
 
 @pytest.fixture
@@ -90,7 +81,7 @@ def test_the_replacement_is_nominated_to_the_reserved_node(
     api, live, case, before, created, placed, outcomes
 ):
     m = _moves(live)
-    counts = reserved_counts()
+    counts = counted(FEEDBACK_RESERVATIONS)
     m.round([ask("web-1")])
     assert api.get("pods", "web-1", "default") is None, case
     assert "reserved on big for its replacement (the what-if's placement) for 60 s" in texts(m)[0], case
@@ -105,9 +96,7 @@ def test_the_replacement_is_nominated_to_the_reserved_node(
     got = wait_until(_bound(api, *created), timeout=20, what="the new pods bound")
     assert got == placed, case
     wait_until(lambda: len(texts(m)) == 2, what="the reservation's outcome")
-    assert {
-        k: v - counts.get(k, 0) for k, v in reserved_counts().items() if v != counts.get(k, 0)
-    } == outcomes
+    assert delta(counts, FEEDBACK_RESERVATIONS) == outcomes
     # nominated through the API, once: only the replacement that consumed the reservation
     nominated = wait_until(lambda: api.stats().requests["patch pods/status"], what="the nomination patch")
     assert nominated == 1, case
@@ -124,13 +113,13 @@ def test_an_unused_reservation_expires(api, live):
     clock = Clock()
     live.live.scheduler.reservations.now = clock
     m = _moves(live, reservationSeconds=30)
-    counts = reserved_counts()
+    counts = counted(FEEDBACK_RESERVATIONS)
     m.round([ask("web-1")])
     assert live.live.scheduler.reservations.open
     clock.now += 31
     wait_until(lambda: not live.live.scheduler.reservations.open, what="the reservation dropped")
     assert "the reservation of big for default/web-1's replacement expired" in texts(m)[1]
-    assert reserved_counts()["expired"] - counts.get("expired", 0) == 1
+    assert delta(counts, FEEDBACK_RESERVATIONS) == {"expired": 1}
     load(api, _node("huge", "64"))
     wait_until(_seen(live, "huge"), what="huge in the cache")
     api.reset_stats()
@@ -144,11 +133,11 @@ def test_a_failed_eviction_cancels_the_reservation(api, live):
     # (which reads only the status) answers 429.
     load(api, pdb("web-pdb", "web", minAvailable=1))
     m = _moves(live, retrySeconds=60)
-    counts = reserved_counts()
+    counts = counted(FEEDBACK_RESERVATIONS)
     m.round([ask("web-1")])
     assert api.get("pods", "web-1", "default") is not None
     assert not live.live.scheduler.reservations.open
     outcome, refused = texts(m)
     assert "the reservation of big for default/web-1's replacement cancelled" in outcome
     assert "refused (429)" in refused
-    assert reserved_counts()["cancelled"] - counts.get("cancelled", 0) == 1
+    assert delta(counts, FEEDBACK_RESERVATIONS) == {"cancelled": 1}
