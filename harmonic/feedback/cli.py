@@ -80,7 +80,8 @@ def moves_options(f: F) -> F:
         is_flag=True,
         help="Carry out the moves the feedback loop asks for (a pod predicted to flourish elsewhere, an "
         "Infeasible resize): evict one pod through the Eviction API within the rescheduler's budgets and "
-        "PodDisruptionBudgets. Off: the moves are only reported. A move costs a restart.",
+        "PodDisruptionBudgets, its replacement nominated to the node reserved for it. Off: the moves are "
+        "only reported. A move costs a restart.",
     )(f)
     return f
 
@@ -164,6 +165,7 @@ class LiveFeedback:
         self.moves = LiveMoves.for_scheduler(live, default_registry(), args)
         if self.rightsizing is not None:
             self.rightsizing.actuator.restart_seconds = args.restart_seconds
+            self.rightsizing.actuator.move_note = self.rightsizing.actuator.moves_executed
 
     @property
     def services(self) -> dict[str, Any]:

@@ -18,10 +18,12 @@ actuator, keeps them). In a round with asks:
    Event. The API server has the last word on PodDisruptionBudgets: a 429 is reported and the ask is
    tried again in the next rounds, for ``retrySeconds``; the pod is never deleted instead.
 
-The replacement is not reserved: the live rescheduler reserves a node (``status.nominatedNodeName``)
-only for a pending pod its plan makes room for, and a moved pod's replacement does not exist until its
-controller creates it. It goes through normal scheduling; the decision log names the node the what-if
-placed it on and, once it is bound, the node it got.
+Before each eviction the node the what-if placed the replacement on is reserved for the pod's owner
+(``Reservations`` of the scheduler, for ``reservationSeconds``); the first new pod of that owner the
+scheduler handles is nominated to it as preemption nominates, and falls back to normal scheduling
+when the node no longer fits. A failed eviction cancels the reservation. Its outcome (landed, fell
+back, expired, cancelled) lands in the decision log and in ``harmonic_feedback_reservations_total``.
+Without a scheduler's reservations (``build`` alone) the replacement is not reserved.
 
 Every ask, outcome and replacement lands in the decision log (``harmonic model --explain``) and in
 ``harmonic_feedback_moves_total{outcome}``.
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from harmonic.api.pod import Pod, parse_pod
+from harmonic.api.pod import parse_pod
 from harmonic.cluster.transport import ApiStatusError, TransportError
 from harmonic.feedback.moves import MoveAdvice, MoveSettings
 from harmonic.feedback.relocate import MoveAsk, MoveOutcome, decide_moves
@@ -54,8 +56,9 @@ from harmonic.rescheduler.policy import Policy
 from harmonic.rescheduler.runner import policy_limits, remember
 from harmonic.rescheduler.state import ClusterState
 from harmonic.scheduler.podlister import PodLister
+from harmonic.scheduler.reservations import CANCELLED, EXPIRED, LANDED, Reservation, Reservations
 from harmonic.signals.identity import workload_of
-from harmonic.signals.metrics import FEEDBACK_MOVES
+from harmonic.signals.metrics import FEEDBACK_MOVES, FEEDBACK_RESERVATIONS
 
 if TYPE_CHECKING:
     from harmonic.cluster.events import EventRecorder
@@ -82,6 +85,8 @@ class MoveArgs(PluginArgs):
     #: How long a move the API server refused (429) is tried again, once a round.
     retry_seconds: float = Field(default=600.0, ge=0)
     grace_period_seconds: int | None = Field(default=None, ge=0)
+    #: How long the node the what-if chose is held for the moved pod's replacement.
+    reservation_seconds: float = Field(default=60.0, gt=0)
 
     def settings(self) -> MoveSettings:
         return MoveSettings(self.min_gain, self.restart_seconds, self.horizon_seconds, self.cooldown_seconds)
@@ -94,6 +99,11 @@ def advice_asks(advice: list[MoveAdvice]) -> Asks:
 class InfeasibleResizes(LiveActuator):
     """The right-sizer's actuator, keeping the pods whose resize was ``Infeasible`` on their node: each
     is a move asked for with the resized requests, so the replacement lands where they fit."""
+
+    #: What becomes of the move, for the right-sizer's entry: ``moves_executed`` when
+    #: ``--feedback-moves`` carries it out.
+    move_note = "recommended; moves are not executed live"
+    moves_executed = "asked of --feedback-moves: its outcome is in the move's own entry"
 
     def __init__(self, transport: Any, restart_seconds: float = MoveSettings.restart_seconds) -> None:
         super().__init__(transport)
@@ -125,16 +135,6 @@ class _Pending:
     since: float
 
 
-@dataclass(frozen=True)
-class _Awaited:
-    workload: str
-    pod: str
-    owner: str
-    known: frozenset[str]
-    predicted: str
-    since: float
-
-
 class LiveMoves:
     def __init__(
         self,
@@ -142,6 +142,7 @@ class LiveMoves:
         profiles: Mapping[str, Profile],
         args: MoveArgs,
         clock: Callable[[], float],
+        reservations: Reservations | None = None,
     ) -> None:
         self.rescheduler = rescheduler
         self.profiles = dict(profiles)
@@ -149,9 +150,11 @@ class LiveMoves:
         self.clock = clock
         self.limits = policy_limits(rescheduler.policy, args.max_per_round)
         self._retry: dict[str, _Pending] = {}
-        self._awaited: list[_Awaited] = []
         #: (workload, text) of every ask, outcome and replacement, for ``harmonic model --explain``.
         self.log: deque[tuple[str, str]] = deque(maxlen=1000)
+        self.reservations = reservations
+        if reservations is not None:
+            reservations.on_outcome = self._reservation_ended
 
     @classmethod
     def build(
@@ -165,9 +168,11 @@ class LiveMoves:
         leader: LeaderElector | None = None,
         services: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.time,
+        reservations: Reservations | None = None,
     ) -> LiveMoves:
         """Moves through ``transport`` with the live rescheduler's eviction path; ``profiles``: the
-        scheduler's, one of which places each moved pod's replacement."""
+        scheduler's, one of which places each moved pod's replacement, on the node held in
+        ``reservations`` (the scheduler's) when given."""
         policy = Policy(
             profiles=(),
             max_per_node=args.max_per_node,
@@ -185,14 +190,15 @@ class LiveMoves:
             services=services,
             clock=clock,
         )
-        return cls(rescheduler, {p.scheduler_name: p for p in profiles}, args, clock)
+        return cls(rescheduler, {p.scheduler_name: p for p in profiles}, args, clock, reservations)
 
     @classmethod
     def for_scheduler(cls, live: LiveScheduler, registry: Registry, args: MoveArgs) -> LiveMoves:
         """Moves beside ``live``: its transport, its lease (every eviction is fenced on it), its Events,
         and its services — the models and cluster listers the what-if's plugins read — but not those
         of its scheduling thread (nominator, queue, waiting pods, pod lister): a round runs on the
-        feedback loop's thread, and the what-if gets a pod lister of its own."""
+        feedback loop's thread, and the what-if gets a pod lister of its own. Replacements are reserved
+        in its scheduler's ``reservations`` (thread-safe)."""
         own = {s.name for s in (NOMINATOR, PODS, ACTIVATE, WAITING_PODS)}
         services = {k: v for k, v in live.scheduler.services.items() if k not in own}
         return cls.build(
@@ -203,6 +209,7 @@ class LiveMoves:
             events=live.events,
             leader=live.elector,
             services=services,
+            reservations=live.scheduler.reservations,
         )
 
     # ------------------------------------------------------------------ a round
@@ -210,7 +217,7 @@ class LiveMoves:
         """Decide and carry out this round's asks and the retries due (off the scheduler's thread)."""
         now = self.clock()
         pending = self._due(asks, now)
-        if not pending and not self._awaited:
+        if not pending:
             return
         try:
             state = self.rescheduler.snapshot()
@@ -218,7 +225,6 @@ class LiveMoves:
             log.warning("feedback moves: reading the cluster: %s; the asks are retried next round", e)
             self._retry.update(pending)
             return
-        self._replacements(state, now)
         budget = Budget(self.limits, state.pdbs, state.pods)
         by_key = {p.key: p for p in state.pods}
         groups: dict[str, list[_Pending]] = {}
@@ -295,22 +301,26 @@ class LiveMoves:
 
     def _evict(self, r: _Pending, e: Eviction, state: ClusterState, now: float) -> bool:
         workload, ask = r.workload, r.ask
+        held = self._reserve(workload, e, state)
         code, why = self.rescheduler.evict_answer(e)
         if not why:
             FEEDBACK_MOVES.labels("executed").inc()
-            text = (
-                f"{ask.why}: moved — {e.pod.key} evicted from {e.node} through the Eviction API; the "
-                f"replacement goes through normal scheduling (not reserved), the what-if placed it on {e.to}"
-            )
+            if held is not None:
+                where = (
+                    f"reserved on {e.to} for its replacement (the what-if's placement) for "
+                    f"{self.args.reservation_seconds:g} s"
+                )
+            else:
+                where = (
+                    f"the replacement goes through normal scheduling (not reserved), the what-if placed it "
+                    f"on {e.to}"
+                )
+            text = f"{ask.why}: moved — {e.pod.key} evicted from {e.node} through the Eviction API; {where}"
             self._note(workload, now, text)
             log.info("feedback move: %s", text)
-            owner = e.pod.controller
-            if owner is not None:
-                known = frozenset(
-                    p.uid for p in state.pods if p.controller is not None and p.controller.uid == owner.uid
-                )
-                self._awaited.append(_Awaited(workload, e.pod.key, owner.uid, known, e.to, now))
             return True
+        if held is not None and self.reservations is not None:
+            self.reservations.cancel(held)
         if code in (404, 409):
             self._outcome(workload, now, MoveOutcome(ask.pod, ask.why, "", why, "declined"))
             return False
@@ -322,35 +332,37 @@ class LiveMoves:
         self._retry[ask.pod] = r
         return False
 
-    def _replacements(self, state: ClusterState, now: float) -> None:
-        """Report where each moved pod's replacement was bound, once it is."""
-        waiting: list[_Awaited] = []
-        for a in self._awaited:
-            new = [
-                p
-                for p in state.pods
-                if p.controller is not None
-                and p.controller.uid == a.owner
-                and p.uid not in a.known
-                and p.node_name
-            ]
-            if new:
-                p: Pod = new[0]
-                same = "as" if p.node_name == a.predicted else "not as"
-                self._note(
-                    a.workload,
-                    now,
-                    f"replacement {p.key} of {a.pod} bound to {p.node_name} ({same} the what-if placed it: {a.predicted})",
-                )
-            elif now - a.since > self.args.cooldown_seconds:
-                self._note(
-                    a.workload,
-                    now,
-                    f"no replacement of {a.pod} bound within {self.args.cooldown_seconds:g} s",
-                )
-            else:
-                waiting.append(a)
-        self._awaited = waiting
+    def _reserve(self, workload: str, e: Eviction, state: ClusterState) -> Reservation | None:
+        """Hold the what-if's node for the replacement, before the eviction creates it."""
+        owner = e.pod.controller
+        if self.reservations is None or owner is None or not e.to:
+            return None
+        known = frozenset(
+            p.uid for p in state.pods if p.controller is not None and p.controller.uid == owner.uid
+        )
+        return self.reservations.reserve(
+            owner.uid, e.to, self.args.reservation_seconds, e.pod.key, known, tag=workload
+        )
+
+    def _reservation_ended(self, r: Reservation, outcome: str, pod: str, node: str) -> None:
+        """The scheduler's word on a reservation (from its thread: the log and the counter are safe)."""
+        FEEDBACK_RESERVATIONS.labels(outcome).inc()
+        held = f"the reservation of {r.node} for {r.moved}'s replacement"
+        if outcome == LANDED:
+            text = f"replacement {pod} of {r.moved} bound to {r.node}: landed on the reserved node"
+        elif outcome == EXPIRED:
+            text = f"{held} expired: no new pod of its owner within {self.args.reservation_seconds:g} s"
+        elif outcome == CANCELLED:
+            text = f"{held} cancelled: the eviction did not happen"
+        elif node:
+            text = (
+                f"replacement {pod} of {r.moved} bound to {node}, not the reserved {r.node}: fell back to "
+                "normal scheduling (the reserved node did not fit it)"
+            )
+        else:
+            text = f"replacement {pod} of {r.moved} deleted before it was bound: {held} fell back"
+        self._note(r.tag, self.clock(), text)
+        log.info("feedback move: %s", text)
 
     def _outcome(self, workload: str, now: float, out: MoveOutcome) -> None:
         FEEDBACK_MOVES.labels(out.kind or "declined").inc()

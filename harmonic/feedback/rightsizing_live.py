@@ -54,7 +54,7 @@ class LiveRightSizing:
                 + (f"; restarts {', '.join(out.restarts)}" if out.restarts else "")
             )
             if out.state == INFEASIBLE:
-                text += f"; move {out.pod} off {a.pod.node_name} (recommended; moves are not executed live)"
+                text += f"; move {out.pod} off {a.pod.node_name} ({getattr(self.actuator, 'move_note', 'recommended')})"
             if out.state == "error":
                 log.warning("right-sizing %s: %s", out.pod, out.message)
             self.log.append((str(a.workload), text))

@@ -68,6 +68,7 @@ from harmonic.scheduler.podlister import SERVICE_NAME as PODS_SERVICE
 from harmonic.scheduler.podlister import PodLister
 from harmonic.scheduler.queue import SchedulingQueue
 from harmonic.scheduler.repeat import RepeatedFailures
+from harmonic.scheduler.reservations import Reservations
 from harmonic.scheduler.waiting import WaitingPod
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,8 @@ class Scheduler:
         self.services.setdefault("nominator", self.nominator)
         self.pods = PodLister()
         self.services.setdefault(PODS_SERVICE, self.pods)
+        #: Nodes held for the replacements of moved pods (``reservations``), on this clock.
+        self.reservations = Reservations(self.clock.now)
         self.observer: Observer = observer or _NullObserver()
         self.cache = Cache(self.clock, snapshot=snapshot)
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -375,6 +378,8 @@ class Scheduler:
                 self._handle_assumed_pod_deletion(cached)
             return
         if old_raw is None:
+            if self.reservations.open and not pod.nominated_node_name:
+                pod = self._reserved(pod)
             self.queue.add(pod)
         else:
             version = _meta(new_raw).get("resourceVersion")
@@ -392,6 +397,8 @@ class Scheduler:
             self.nominator.delete(pod)
             self.cache.add_pod(pod)
             self.queue.move_on_event(ASSIGNED_POD_ADD, None, pod)
+            if self.reservations.taken:
+                self.reservations.bound(pod)
             return
         self.cache.update_pod(cached, pod)
         for event in pod_update_events(cached, pod):
@@ -402,6 +409,8 @@ class Scheduler:
         self.pods.remove(uid)
         if self.repeats is not None:
             self.repeats.forget(uid)
+        if self.reservations.taken:
+            self.reservations.deleted(uid, _stub_pod(raw).key)
         cached = self.cache.pod(uid)
         if cached is not None and self.cache.is_assumed(uid):
             self._handle_assumed_pod_deletion(cached)
@@ -431,6 +440,25 @@ class Scheduler:
             self._gone.add(assumed.uid)
             self.cache.forget(assumed)
         self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None)
+
+    def _reserved(self, pod: Pod) -> Pod:
+        """A new pending pod, nominated to the node reserved for its owner if there is one: in the
+        nominator (through the queue's copy) and in ``status.nominatedNodeName`` through the client, as
+        preemption nominates, so the first attempt tries that node first (``reservations``)."""
+        r = self.reservations.take(pod)
+        if r is None:
+            return pod
+        if not self.cache.snapshot.has_node(r.node):
+            # The node left since: nothing to nominate; the pod falls back to normal scheduling.
+            return pod
+        nominated = clone_pod(pod)
+        nominated.nominated_node_name = r.node
+        log.info("pod %s replaces %s: nominated to %s, reserved for it", pod.key, r.moved, r.node)
+        self.pods.set(nominated)
+        st = self.client.set_nominated_node(nominated, r.node)
+        if st is not None and not st.is_success:
+            log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
+        return nominated
 
     def _reject_malformed(self, raw: Mapping[str, Any], err: ObjectError) -> None:
         """A pod we cannot parse is never silently dropped: one error line, a FailedScheduling event, and
@@ -498,6 +526,8 @@ class Scheduler:
             self._last_unschedulable_flush = now
             self.queue.flush_unschedulable()
         self.cache.cleanup_expired()
+        if self.reservations.open:
+            self.reservations.expire()
         if self.waiting_pods:
             for wp in list(self.waiting_pods.values()):
                 wp.check_timeout(now)

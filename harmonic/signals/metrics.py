@@ -57,6 +57,13 @@ FEEDBACK_MOVES = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+FEEDBACK_RESERVATIONS = Counter(
+    "harmonic_feedback_reservations",
+    "Nodes reserved for a moved pod's replacement, by outcome: landed (bound there), fell_back (bound "
+    "elsewhere or deleted first), expired (no replacement in time), cancelled (the eviction failed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 
 
 def exposition() -> bytes:

@@ -1,6 +1,7 @@
 """``harmonic run --feedback-moves`` end to end over HTTP: a resize the kubelet finds Infeasible on its
-node asks for a move, carried out through the Eviction API with the option and only reported without
-it; bad move args are an error naming the file and field."""
+node asks for a move, carried out through the Eviction API with the option (its replacement landing on
+the node reserved for it) and only reported without it; bad move args are an error naming the file and
+field."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def test_an_infeasible_resize_moves_the_pod_only_with_the_option(
     try:
         _wait_serving(url)
         counted = wait_until(answered, timeout=60, what="a move asked for")
+        landed = _replace(api, url) if execute else {}
         explained = CliRunner().invoke(main, ["model", url, "--explain", "default/api"])
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
@@ -84,11 +86,43 @@ def test_an_infeasible_resize_moves_the_pod_only_with_the_option(
         assert 'harmonic_feedback_moves_total{outcome="executed"} 1.0' in counted
         assert stats["create pods/eviction"] == 1 and api.get("pods", "api-0", "default") is None
         assert "moved — default/api-0 evicted from n0 through the Eviction API" in explained.output
-        assert "the what-if placed it on n1" in explained.output
+        assert "reserved on n1 for its replacement (the what-if's placement)" in explained.output
+        # n2 scores higher (the probe went there), yet the replacement took the node reserved for it
+        assert landed == {"probe-0": "n2", "api-1": "n1"}
+        assert "replacement default/api-1 of default/api-0 bound to n1: landed on the reserved node" in (
+            explained.output
+        )
+        assert "asked of --feedback-moves" in explained.output
+        assert "moves are not executed live" not in explained.output
     else:
         assert counted == 'harmonic_feedback_moves_total{outcome="recommended"} 1.0'
         assert stats["create pods/eviction"] == 0 and api.get("pods", "api-0", "default") is not None
         assert "moves are not executed live" in explained.output
+
+
+def _replace(api: ApiServerDouble, url: str) -> dict[str, str]:
+    """Act as api-0's ReplicaSet once it is evicted: after n2 (roomier than n1, where the move reserved)
+    joins and a probe pod of another owner shows the scheduler ranks it first, create the replacement.
+    Where both were bound, once the reservation's outcome is counted."""
+    api.create("nodes", node("n2").cap(cpu="64", memory="256Gi", pods=110).obj())
+    for name in ("probe-0", "api-1"):
+        obj = _service_pod(name, "6", {})
+        obj["spec"]["schedulerName"] = "harmonic"
+        del obj["spec"]["nodeName"], obj["status"]
+        api.create("pods", obj)
+        wait_until(lambda n=name: _node_of(api, n), timeout=30, what=f"{name} bound")
+
+    def counted() -> bool:
+        return (
+            'harmonic_feedback_reservations_total{outcome="landed"} 1.0' in httpx.get(f"{url}/metrics").text
+        )
+
+    wait_until(counted, timeout=30, what="the reservation's outcome")
+    return {n: _node_of(api, n) for n in ("probe-0", "api-1")}
+
+
+def _node_of(api: ApiServerDouble, name: str) -> str:
+    return str(((api.get("pods", name, "default") or {}).get("spec") or {}).get("nodeName") or "")
 
 
 def test_bad_move_args_name_the_file_and_field(api: ApiServerDouble, tmp_path: Path):

@@ -1,0 +1,158 @@
+"""Nodes reserved for a pod that does not exist yet: the replacement of a pod moved by eviction.
+
+A move (``harmonic run --feedback-moves``) evicts a pod so that its controller creates a replacement,
+which this scheduler places. The mover has already chosen where the replacement should go (its
+what-if); to carry that choice across the eviction it reserves the node for the pod's *owner* (the
+controller's uid) before evicting, for a limited time. The first new pending pod of that owner that
+this scheduler handles consumes the reservation, and the scheduler nominates the node the way
+preemption does: ``status.nominatedNodeName`` patched through the API and the pod in the nominator, so
+``evaluateNominatedNode`` tries that node first and the filters of pods of equal or lower priority count
+the replacement there meanwhile.
+
+A reservation is a preference, never a filter (as an external component's ``nominatedNodeName`` is a
+hint to kube-scheduler, KEP-5278): when the node no longer fits, the pod is scheduled normally.
+Each reservation ends in one outcome, reported to ``on_outcome``: ``landed`` (the replacement was bound
+to the reserved node), ``fell_back`` (bound elsewhere, or deleted before it was bound), ``expired``
+(no replacement within its time) or ``cancelled`` (the mover gave it up, e.g. the eviction failed).
+
+The mover reserves from its own thread and the scheduler consumes on its own: the tables are guarded by
+a lock, and outcomes are reported outside it. The scheduler's hot path reads ``open`` (a dict) for
+truthiness and looks one owner up per new pending pod; nothing per node.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harmonic.api.pod import Pod
+
+LANDED = "landed"
+FELL_BACK = "fell_back"
+EXPIRED = "expired"
+CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    #: The controller's uid: any new pod it creates is a replacement.
+    owner: str
+    node: str
+    #: On the reservations' clock.
+    expires: float
+    #: The moved pod (``namespace/name``), for the record.
+    moved: str
+    #: The uids of the owner's pods when the node was reserved: none of them is the replacement.
+    known: frozenset[str] = field(default=frozenset())
+    #: Whatever the mover wants back with the outcome (the workload, for its decision log).
+    tag: str = ""
+
+
+#: ``(reservation, outcome, replacement pod key or "", node it was bound to or "")``.
+OnOutcome = Callable[[Reservation, str, str, str], None]
+
+
+def _ignore(r: Reservation, outcome: str, pod: str, node: str) -> None:
+    return None
+
+
+class Reservations:
+    def __init__(self, now: Callable[[], float]) -> None:
+        self.now = now
+        self.on_outcome: OnOutcome = _ignore
+        self._lock = threading.Lock()
+        #: owner uid -> its reservations not consumed yet, oldest first (two pods of one owner moved in
+        #: one round leave two, one per replacement).
+        self.open: dict[str, list[Reservation]] = {}
+        #: replacement pod uid -> the reservation it consumed, until it is bound or deleted.
+        self.taken: dict[str, Reservation] = {}
+        self._next_expiry = math.inf
+
+    def reserve(
+        self,
+        owner: str,
+        node: str,
+        seconds: float,
+        moved: str,
+        known: frozenset[str] = frozenset(),
+        tag: str = "",
+    ) -> Reservation:
+        """Hold ``node`` for the next new pod of ``owner`` for ``seconds``; call before evicting."""
+        r = Reservation(owner, node, self.now() + seconds, moved, known, tag)
+        with self._lock:
+            self.open.setdefault(owner, []).append(r)
+            self._next_expiry = min(self._next_expiry, r.expires)
+        return r
+
+    def cancel(self, r: Reservation) -> bool:
+        """Give ``r`` up if nobody consumed it yet (outcome ``cancelled``); False if it was."""
+        with self._lock:
+            held = self.open.get(r.owner) or []
+            at = next((i for i, x in enumerate(held) if x is r), None)
+            if at is None:
+                return False
+            del held[at]
+            if not held:
+                del self.open[r.owner]
+        self.on_outcome(r, CANCELLED, "", "")
+        return True
+
+    def take(self, pod: Pod) -> Reservation | None:
+        """The reservation a new pending ``pod`` consumes: the oldest live one of its controller, unless
+        the pod is one the owner already had. Expired ones met on the way are dropped."""
+        owner = pod.controller
+        if owner is None:
+            return None
+        now = self.now()
+        expired: list[Reservation] = []
+        got: Reservation | None = None
+        with self._lock:
+            held = self.open.get(owner.uid)
+            if not held:
+                return None
+            while held and held[0].expires <= now:
+                expired.append(held.pop(0))
+            if held and pod.uid not in held[0].known:
+                got = held.pop(0)
+                self.taken[pod.uid] = got
+            if not held:
+                del self.open[owner.uid]
+        for r in expired:
+            self.on_outcome(r, EXPIRED, "", "")
+        return got
+
+    def expire(self) -> None:
+        """Drop the reservations past their time (a float comparison when none is)."""
+        now = self.now()
+        if now < self._next_expiry:
+            return
+        expired: list[Reservation] = []
+        with self._lock:
+            nxt = math.inf
+            for owner in list(self.open):
+                held = self.open[owner]
+                expired += [r for r in held if r.expires <= now]
+                held[:] = [r for r in held if r.expires > now]
+                if held:
+                    nxt = min(nxt, held[0].expires)
+                else:
+                    del self.open[owner]
+            self._next_expiry = nxt
+        for r in expired:
+            self.on_outcome(r, EXPIRED, "", "")
+
+    def bound(self, pod: Pod) -> None:
+        """``pod`` was bound: if it consumed a reservation, that ends ``landed`` or ``fell_back``."""
+        with self._lock:
+            r = self.taken.pop(pod.uid, None)
+        if r is not None:
+            self.on_outcome(r, LANDED if pod.node_name == r.node else FELL_BACK, pod.key, pod.node_name)
+
+    def deleted(self, uid: str, key: str) -> None:
+        """The pod ``uid`` went away: if it consumed a reservation before being bound, it fell back."""
+        with self._lock:
+            r = self.taken.pop(uid, None)
+        if r is not None:
+            self.on_outcome(r, FELL_BACK, key, "")
