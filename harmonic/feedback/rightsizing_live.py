@@ -6,8 +6,9 @@ the API server), off the scheduler's thread; on the scheduler's side the round's
 the ``RightSizingLoop``, which answers with actions; back off the scheduler's thread each action is
 carried out through the API server by ``LiveActuator``: ``pods/resize`` for workloads that opted in,
 the ``harmonic.dev/recommendation`` annotation otherwise. The kubelet's answer is logged; an
-``Infeasible`` resize would ask the rescheduler for a move — live, that ask is logged as a
-recommendation (moves are carried out by the simulator's loop only: docs/feedback.md, "Moves").
+``Infeasible`` resize asks for a move: with ``harmonic run --feedback-moves`` the pod is evicted and its
+replacement's node reserved (``feedback.moves_live``), otherwise the ask is logged as a recommendation
+(docs/feedback.md, "Live: `harmonic run --feedback-moves`").
 """
 
 from __future__ import annotations
