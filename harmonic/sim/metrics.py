@@ -92,7 +92,7 @@ class Recorder:
         self.series = Series()
         #: Per-node allocation at the end: node -> (cpu share, memory share).
         self.final_allocation: dict[str, tuple[float, float]] = {}
-        #: Pod key -> what a waiting pod needs, parsed once per pod.
+        #: Pod uid -> what a waiting pod needs, parsed once per pod.
         self._needs: dict[str, Need] = {}
 
     def _waiting(self) -> list[Need]:
@@ -101,11 +101,11 @@ class Recorder:
         for rec in self.world.pending():
             if rec.daemon:
                 continue
-            need = self._needs.get(rec.key)
+            need = self._needs.get(rec.uid)
             if need is None:
                 pod = parse_pod(self.world.cluster.pods[rec.key])
                 shape = (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0), 1)
-                need = self._needs[rec.key] = Need(shape, pod.tolerations)
+                need = self._needs[rec.uid] = Need(shape, pod.tolerations)
             out.append(need)
         return out
 
