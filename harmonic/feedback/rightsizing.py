@@ -50,6 +50,9 @@ class RightSizingArgs(PluginArgs):
     slo_margin: float = Field(default=0.05, ge=0, lt=1)
     slo_quantile: float = Field(default=0.95, gt=0, lt=1)
     min_reports: int = Field(default=5, ge=1)
+    #: Reports after a cut enough to revert it between rounds: a probe below the smallest request
+    #: breaks the SLO in every report it gets, so waiting for ``minReports`` only adds violations.
+    revert_reports: int = Field(default=3, ge=1)
     memory_margin: float = Field(default=0.15, ge=0, le=4)
 
     @model_validator(mode="after")
@@ -180,11 +183,11 @@ class RightSizer:
 
     def check(self, r: RoundInput, now: float) -> Decision | None:
         """Between rounds: revert a cut at once when the reports made since show a regression
-        (``minReports`` of them, their tail above the SLO) — no cool-down holds a revert back."""
+        (``revertReports`` of them, their tail above the SLO) — no cool-down holds a revert back."""
         st = self._state.get(r.workload)
         if st is None or not st.cut or st.good is None or st.good <= r.cpu_request or r.target is None:
             return None
-        if len(r.costs) < self.args.min_reports:
+        if len(r.costs) < self.args.revert_reports:
             return None
         tail = float(np.quantile(np.asarray(r.costs), self.args.slo_quantile))
         if tail <= r.target:

@@ -73,6 +73,18 @@ def test_cooldown_holds_changes_back_but_not_a_revert() -> None:
     assert s.check(_in(9000, [2.5] * 10), 420) is None  # nothing left to revert
 
 
+@pytest.mark.parametrize(("reports", "args", "reverted"), [(2, {}, False), (3, {}, True), (3, {"revertReports": 5}, False)])
+def test_a_probe_below_the_slo_is_reverted_on_revert_reports_not_a_full_round(
+    reports: int, args: dict[str, int], reverted: bool
+) -> None:
+    # a round needs minReports (5) to judge; undoing a failed cut needs only revertReports (3):
+    # every report a failed probe gets is one more SLO violation
+    s = RightSizer(RightSizingArgs.model_validate({"cooldownSeconds": 600, **args}))
+    s.decide(_in(9000, [1.0] * 10), 0)  # -> 6300
+    d = s.check(_in(6300, [2.5] * reports), 60)
+    assert (d is not None and d.cpu_to == 9000) is reverted
+
+
 def test_without_an_slo_the_vpa_style_target_is_used() -> None:
     s = RightSizer(RightSizingArgs(cooldownSeconds=0))
     for t in range(30):
