@@ -62,7 +62,9 @@ def _ratios(a: Mapping[int, tuple[float, float]], b: Mapping[int, tuple[float, f
     return f"LC slowdown (truth) {_pm(lc)}; p99 user-request latency {_pm(p99)}"
 
 
-def _run(doc: Mapping[str, Any], profiles: tuple[str, ...], seeds: str, jobs: int, tmp: Path, tag: str) -> Any:
+def _run(
+    doc: Mapping[str, Any], profiles: tuple[str, ...], seeds: str, jobs: int, tmp: Path, tag: str
+) -> dict[str, dict[int, Any]]:
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep
 
@@ -72,9 +74,25 @@ def _run(doc: Mapping[str, Any], profiles: tuple[str, ...], seeds: str, jobs: in
     runs = [r for r in runs if r.name in profiles]
     out = sweep(plans, runs, LocalExecutor(jobs=jobs))
     return {
-        name: {int(seed): _figures(run["profiles"][name]) for seed, run in out["runs"].items()}
-        for name in profiles
+        name: {int(seed): run["profiles"][name] for seed, run in out["runs"].items()} for name in profiles
     }
+
+
+def _fig(runs: Mapping[int, Any]) -> dict[int, tuple[float, float]]:
+    return {seed: _figures(m) for seed, m in runs.items()}
+
+
+def _moves(runs: Mapping[int, Any]) -> str:
+    """What became of the moves asked for, summed over the seeds: cartservice's, and everyone's."""
+    blocks = [m["feedback"]["moves"] for m in runs.values()]
+    mine = [b["workloads"].get(SENSITIVE, {}) for b in blocks]
+    total = {k: sum(b[k] for b in blocks) for k in ("asked", "executed")}
+    return (
+        f"{SENSITIVE}: asked {sum(c.get('asked', 0) for c in mine)}, moved {sum(c.get('executed', 0) for c in mine)}, "
+        f"refused because the profile's scheduler would put it back on its node "
+        f"{sum(c.get('home', 0) for c in mine)}; all workloads: asked {total['asked']}, moved "
+        f"{total['executed']}, onto {_pm([float(b['target_nodes']) for b in blocks])[2:]} distinct nodes per seed"
+    )
 
 
 def main() -> None:
@@ -97,10 +115,15 @@ def main() -> None:
         moved = _run(moves, ("harmonic-feedback",), args.seeds, args.jobs, tmp, "moves")
         right = _run(prior, both, args.seeds, args.jobs, tmp, "prior-right")
     print(f"== sensitive ({len(base['harmonic'])} seeds), against `harmonic` as written")
-    print(f"  ceiling (cartservice suffers nothing): {_ratios(top['harmonic'], base['harmonic'])}")
-    print(f"  learning (harmonic-feedback):          {_ratios(base['harmonic-feedback'], base['harmonic'])}")
-    print(f"  learning + moves:                      {_ratios(moved['harmonic-feedback'], base['harmonic'])}")
-    print(f"== prior-right: harmonic-feedback / harmonic: {_ratios(right['harmonic-feedback'], right['harmonic'])}")
+    h, learnt = _fig(base["harmonic"]), _fig(base["harmonic-feedback"])
+    print(f"  ceiling (cartservice suffers nothing): {_ratios(_fig(top['harmonic']), h)}")
+    print(f"  learning (harmonic-feedback):          {_ratios(learnt, h)}")
+    print(f"  learning + moves:                      {_ratios(_fig(moved['harmonic-feedback']), h)}")
+    print(f"    moves: {_moves(moved['harmonic-feedback'])}")
+    print(
+        "== prior-right: harmonic-feedback / harmonic: "
+        f"{_ratios(_fig(right['harmonic-feedback']), _fig(right['harmonic']))}"
+    )
 
 
 if __name__ == "__main__":

@@ -111,7 +111,9 @@ def main() -> None:
         path = Path(tmp) / f"rightsizing-{tag}.yaml"
         path.write_text(yaml.safe_dump(dict(doc)))
         plans, runs = prepare_sweep(path, [], default_registry(), parse_seeds(args.seeds))
-        out: dict[str, Any] = sweep(plans, [r for r in runs if r.name == PROFILE], LocalExecutor(jobs=args.jobs))
+        out: dict[str, Any] = sweep(
+            plans, [r for r in runs if r.name == PROFILE], LocalExecutor(jobs=args.jobs)
+        )
         return out
 
     doc = yaml.safe_load(SCENARIO.read_text())

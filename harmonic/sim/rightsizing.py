@@ -178,9 +178,7 @@ class SimRightSizing:
             track.violations += int(broken)
             track.violations_original += int(cost * original > target)
             p95 = usage.cpu_req[slot] * cpu_f[slot] * (1 + _Z95 * noise_f[slot])
-            need = smallest_request(
-                np.array([p95, use]), np.full(2, target / cost), np.full(2, 64_000.0)
-            )
+            need = smallest_request(np.array([p95, use]), np.full(2, target / cost), np.full(2, 64_000.0))
             track.smallest.append(float(need[0]))
             track.timeline.append((self.world.now(), broken, float(need[1])))
 

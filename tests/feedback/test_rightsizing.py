@@ -73,7 +73,9 @@ def test_cooldown_holds_changes_back_but_not_a_revert() -> None:
     assert s.check(_in(9000, [2.5] * 10), 420) is None  # nothing left to revert
 
 
-@pytest.mark.parametrize(("reports", "args", "reverted"), [(2, {}, False), (3, {}, True), (3, {"revertReports": 5}, False)])
+@pytest.mark.parametrize(
+    ("reports", "args", "reverted"), [(2, {}, False), (3, {}, True), (3, {"revertReports": 5}, False)]
+)
 def test_a_probe_below_the_slo_is_reverted_on_revert_reports_not_a_full_round(
     reports: int, args: dict[str, int], reverted: bool
 ) -> None:

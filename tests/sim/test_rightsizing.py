@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -109,6 +110,15 @@ def test_moves_the_learnt_model_asks_for_are_carried_out_through_the_evictor() -
     # the cool-down holds: one workload, at most one move per 10 minutes
     times = [float(t.split(" ", 1)[0][2:]) for t in moved]
     assert all(b - a >= 600 for a, b in itertools.pairwise(times))
+    # per workload, the same counts; "home": refused because the profile's scheduler would put the
+    # replacement back where the pod runs, as the decision log says
+    per = moves["workloads"]
+    for key in ("asked", "executed", "refused"):
+        assert sum(c[key] for c in per.values()) == moves[key]
+    back = re.compile(r" from (\S+) \(best.*not moved \(the scheduler would place it on (\S+), ")
+    home = [m for _, t in world.feedback.decisions() if (m := back.search(t)) and m[1] == m[2]]
+    assert sum(c["home"] for c in per.values()) == len(home)
+    assert 1 <= moves["target_nodes"] <= moves["executed"]
 
 
 def test_without_the_moves_key_asks_are_only_recommended() -> None:
@@ -116,5 +126,5 @@ def test_without_the_moves_key_asks_are_only_recommended() -> None:
 
     world = run(antagonist())
     moves = summarize(world)["feedback"]["moves"]
-    assert moves["executed"] == 0 and moves["asked"] > 0
+    assert moves["executed"] == 0 and moves["asked"] > 0 and "workloads" not in moves
     assert all("recommended" in text for _, text in world.feedback.decisions())
