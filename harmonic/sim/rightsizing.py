@@ -173,7 +173,7 @@ class SimRightSizing:
                 continue
             cost = base[i] * (1.0 + slowdown[i])
             original = float(response_factor(np.array([use]), np.array([track.initial_cpu]))[0])
-            broken = cost * factor > target
+            broken = bool(cost * factor > target)
             track.reports += 1
             track.violations += int(broken)
             track.violations_original += int(cost * original > target)

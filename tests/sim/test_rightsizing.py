@@ -57,6 +57,18 @@ def test_over_requested_services_are_resized_in_place_toward_the_smallest_slo_ke
     # ten-seed figures (under 5%) are benchmarks/rightsizing.py's.
     assert w["violation_share"] < 0.15
     assert rs["slack_final"] < rs["slack_initial"] - 0.3
+    _floors_bound_what_any_request_can_do(rs)
+
+
+def _floors_bound_what_any_request_can_do(rs: dict[str, Any]) -> None:
+    floors = rs["slack_at_violation_share"]
+    # breaking the SLO less often needs more room
+    assert floors["0.05"] <= floors["0.01"] <= floors["0"]
+    # a request leaving less slack than the floor for a share breaks the SLO more often than that
+    for share, floor in floors.items():
+        if rs["slack_final"] < floor - 0.005:
+            assert rs["violation_share_final"] > float(share), share
+    assert 0 < rs["slack_final_memory"] < 1
 
 
 def test_the_vpa_baseline_cuts_without_seeing_the_slo() -> None:
@@ -65,6 +77,8 @@ def test_the_vpa_baseline_cuts_without_seeing_the_slo() -> None:
     # P90 of use + 15% is below what the SLO needs: the SLO breaks most of the time after it
     assert w["final_over_smallest"] < 0.95
     assert w["violation_share"] > 0.3 and rs["reverts"] == 0
+    assert rs["slack_final"] < rs["slack_at_violation_share"]["0.05"]
+    _floors_bound_what_any_request_can_do(rs)
 
 
 def test_a_workload_that_did_not_opt_in_gets_recommendations_never_resizes() -> None:
