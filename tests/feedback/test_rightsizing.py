@@ -51,9 +51,16 @@ def test_a_violation_with_no_cut_to_undo_grows_the_request() -> None:
     [
         ("too few reports: no decision", _in(9000, [1.0] * 4), {}, None),
         ("tail near the SLO: hold", _in(9000, [1.95] * 10), {}, 9000),
-        ("a cut stops at the observed peak use", _in(1200, [1.0] * 10, use=1000), {}, 1000),
+        ("a cut stops at the observed peak use / maxUtilization", _in(1500, [1.0] * 10, use=1000), {}, 1250),
+        (
+            "at full utilisation allowed, at the peak use",
+            _in(1200, [1.0] * 10, use=1000),
+            {"maxUtilization": 1},
+            1000,
+        ),
+        ("nothing to cut above peak use / maxUtilization: hold", _in(1200, [1.0] * 10, use=1000), {}, 1200),
         ("a cut stops at minCpu", _in(120, [1.0] * 10, use=1), {"minCpu": 100}, 100),
-        ("a cut smaller than the smallest step is no cut", _in(1030, [1.0] * 10, use=1000), {}, 1030),
+        ("a cut smaller than the smallest step is no cut", _in(1030, [1.0] * 10, use=800), {}, 1030),
         ("never above maxCpu", _in(7000, [5.0] * 10), {"maxCpu": 8000}, 8000),
         ("no SLO and no usage history: nothing", _in(9000, [1.0] * 10, target=None), {}, None),
     ],
@@ -104,7 +111,8 @@ def test_memory_follows_the_peak_and_falls_by_at_most_the_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("minCpu", 0), ("maxStepDown", 1.0), ("sloQuantile", 1.5), ("bogus", 1)]
+    ("field", "value"),
+    [("minCpu", 0), ("maxStepDown", 1.0), ("sloQuantile", 1.5), ("maxUtilization", 1.2), ("bogus", 1)],
 )
 def test_bad_args_name_the_field(field: str, value: float) -> None:
     with pytest.raises(ValidationError, match=field):
