@@ -14,7 +14,10 @@ The judge (``Judge``) reads the truth the loop never sees: the pods' real CPU us
 causes (``harmonic.sim.usage.queueing``). Per workload it computes the smallest SLO-keeping request —
 the smallest request at which the truth's cost stays within the SLO at the pod's 95th-percentile CPU use
 — and counts, per report, whether the SLO was kept, and whether it would have been under the original
-requests at the same moment and placement.
+requests at the same moment and placement. Slack is Autopilot's: (requested - used) / requested, summed
+over the pods with an SLO (CPU; memory apart). Per report it also keeps the request that report needed
+at its moment's use, whose quantiles give the least slack any fixed request per workload allows while
+breaking the SLO in at most 5%, 1% or none of the reports: what no recommender can beat.
 """
 
 from __future__ import annotations
