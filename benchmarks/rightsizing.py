@@ -22,6 +22,7 @@ curve: slack against violations, beside those floors.
     python benchmarks/rightsizing.py                 # seeds 1-10, --jobs 2
     python benchmarks/rightsizing.py --seeds 1-3 --jobs 1
     python benchmarks/rightsizing.py --vary sloMargin=0,0.05,0.1,0.2
+    python benchmarks/rightsizing.py --set maxUtilization=1 --vary revertReports=5,3
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ def main() -> None:
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--vary", default=None, help="ARG=v1,v2,...: the trade-off curve over one guardrail.")
+    ap.add_argument(
+        "--set", action="append", default=[], help="ARG=v: a guardrail held for every run (repeatable)."
+    )
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     from harmonic.plugins.registry import default_registry
@@ -119,9 +123,10 @@ def main() -> None:
     doc = yaml.safe_load(SCENARIO.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         if args.vary is not None:
+            held = {k: float(v) for k, _, v in (a.partition("=") for a in args.set)}
             name, _, values = args.vary.partition("=")
             for i, value in enumerate(float(v) for v in values.split(",")):
-                doc["feedback"]["rightsizing"]["args"] = {name: value}
+                doc["feedback"]["rightsizing"]["args"] = {**held, name: value}
                 result = run(doc, tmp, f"{name}-{value:g}")
                 if i == 0:
                     print(f"== trade-off over {name} ({len(_blocks(result))} seeds, profile {PROFILE})")
