@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from harmonic.sim.stats import interval
+from harmonic.sim.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "feedback"
@@ -42,11 +42,7 @@ SENSITIVE = "boutique/cartservice"
 
 
 def _pm(values: list[float]) -> str:
-    if not values:
-        return "n/a"
-    iv = interval(values)
-    hw = f" ± {iv.half_width:.3f}" if iv.half_width is not None else ""
-    return f"x {iv.mean:.3f}{hw} (n={iv.n})"
+    return "x " + mean_ci(values, n=True)
 
 
 def _figures(profile: Mapping[str, Any]) -> tuple[float, float]:

@@ -36,19 +36,11 @@ from typing import Any
 
 import yaml
 
-from harmonic.sim.stats import interval
+from harmonic.sim.stats import mean_ci as _pm
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "examples" / "feedback" / "rightsizing.yaml"
 PROFILE = "harmonic"
-
-
-def _pm(values: list[float], digits: int = 3) -> str:
-    if not values:
-        return "n/a"
-    iv = interval(values)
-    hw = f" ± {iv.half_width:.{digits}f}" if iv.half_width is not None else ""
-    return f"{iv.mean:.{digits}f}{hw}"
 
 
 def _blocks(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
