@@ -12,6 +12,9 @@ CI):
   set to 0 (`groundTruth.workloads`) — the same placements (the profile reads no feedback), so the
   ratio is exactly what cartservice's slowdown weighs in the two figures;
 - **learning**: `harmonic-feedback` (the bundled profile whose Dissonance reads the learnt model);
+- **learning, recreated**: cartservice's pods deleted after an hour (a `podsDeleted` event, as a rollout
+  or a node drain would recreate them), `harmonic-feedback` / `harmonic` on that scenario: the learnt
+  model places the new pods;
 - **learning + moves**: `harmonic-feedback` with `feedback.moves: {maxPerRound: 1}` (the learnt model
   also asks the rescheduler's evictor for moves; the `harmonic` twin of the same run moves too, so
   the ratio is against `harmonic` without moves);
@@ -101,6 +104,15 @@ def main() -> None:
     sensitive = yaml.safe_load((EXAMPLES / "sensitive.yaml").read_text())
     ceiling = yaml.safe_load((EXAMPLES / "sensitive.yaml").read_text())
     ceiling["groundTruth"]["workloads"] = [{"workload": SENSITIVE, "sensitivity": 0}]
+    recreated = yaml.safe_load((EXAMPLES / "sensitive.yaml").read_text())
+    recreated.setdefault("events", []).append(
+        {
+            "type": "podsDeleted",
+            "at": "60m",
+            "namespace": "boutique",
+            "selector": {"matchLabels": {"app": "cartservice"}},
+        }
+    )
     moves = yaml.safe_load((EXAMPLES / "sensitive.yaml").read_text())
     moves["feedback"]["moves"] = {"maxPerRound": 1}
     prior = yaml.safe_load((EXAMPLES / "prior-right.yaml").read_text())
@@ -108,12 +120,15 @@ def main() -> None:
         tmp = Path(d)
         base = _run(sensitive, both, args.seeds, args.jobs, tmp, "sensitive")
         top = _run(ceiling, ("harmonic",), args.seeds, args.jobs, tmp, "ceiling")
+        again = _run(recreated, both, args.seeds, args.jobs, tmp, "recreated")
         moved = _run(moves, ("harmonic-feedback",), args.seeds, args.jobs, tmp, "moves")
         right = _run(prior, both, args.seeds, args.jobs, tmp, "prior-right")
     print(f"== sensitive ({len(base['harmonic'])} seeds), against `harmonic` as written")
     h, learnt = _fig(base["harmonic"]), _fig(base["harmonic-feedback"])
     print(f"  ceiling (cartservice suffers nothing): {_ratios(_fig(top['harmonic']), h)}")
     print(f"  learning (harmonic-feedback):          {_ratios(learnt, h)}")
+    recreated_ratio = _ratios(_fig(again["harmonic-feedback"]), _fig(again["harmonic"]))
+    print(f"  learning, cartservice recreated at 1 h: {recreated_ratio} (against `harmonic`, recreated too)")
     print(f"  learning + moves:                      {_ratios(_fig(moved['harmonic-feedback']), h)}")
     print(f"    moves: {_moves(moved['harmonic-feedback'])}")
     print(
