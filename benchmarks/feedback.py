@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harmonic.sim.stats import interval
+from harmonic.sim.stats import mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("antagonist", "sensitive", "prior-right")
@@ -39,11 +39,7 @@ PAIRS = (("harmonic-feedback", "harmonic"), ("harmonic-limit-feedback", "harmoni
 
 
 def _pm(values: list[float]) -> str:
-    if not values:
-        return "n/a"
-    iv = interval(values)
-    hw = f" ± {iv.half_width:.3f}" if iv.half_width is not None else ""
-    return f"{iv.mean:.3f}{hw} (n={iv.n})"
+    return mean_ci(values, n=True)
 
 
 def _get(doc: Mapping[str, Any], path: str) -> Any:

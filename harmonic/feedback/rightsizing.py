@@ -11,7 +11,8 @@ pods' observed CPU and memory use:
   known to keep the SLO, by twice the search's step once one was (it no longer is).
 - **Comfortable** — that quantile at most ``(1 - sloMargin)`` of the target: the request is remembered as
   good and cut by the step (at first ``maxStepDown``), never to or below a failed request, never below
-  the pods' observed peak use, and not at all once the step is under ``minStep`` (converged).
+  the pods' observed peak use over ``maxUtilization``, and not at all once the step is under
+  ``minStep`` (converged).
 - Otherwise hold: the SLO holds with little room.
 
 A bisection between the largest failing and the smallest good request, then, with the flourish metric
@@ -50,6 +51,12 @@ class RightSizingArgs(PluginArgs):
     slo_margin: float = Field(default=0.05, ge=0, lt=1)
     slo_quantile: float = Field(default=0.95, gt=0, lt=1)
     min_reports: int = Field(default=5, ge=1)
+    #: Reports after a cut enough to revert it between rounds: a probe below the smallest request
+    #: breaks the SLO in every report it gets, so waiting for ``minReports`` only adds violations.
+    revert_reports: int = Field(default=3, ge=1)
+    #: A cut never takes the request below the pods' peak observed CPU use over this: work queues
+    #: without bound as use nears the request, so a probe there only breaks the SLO.
+    max_utilization: float = Field(default=0.8, gt=0, le=1)
     memory_margin: float = Field(default=0.15, ge=0, le=4)
 
     @model_validator(mode="after")
@@ -163,7 +170,7 @@ class RightSizer:
                 memory,
                 f"hold: P{a.slo_quantile * 100:g} cost {tail:.3g} within SLO {r.target:.3g}",
             )
-        floor = max(st.failed * (1 + a.min_step), max(r.cpu_use, default=0.0), a.min_cpu)
+        floor = max(st.failed * (1 + a.min_step), max(r.cpu_use, default=0.0) / a.max_utilization, a.min_cpu)
         cut = max(cpu * (1 - st.step), floor)
         if cut > cpu * (1 - a.min_step):
             return self._log(
@@ -180,11 +187,11 @@ class RightSizer:
 
     def check(self, r: RoundInput, now: float) -> Decision | None:
         """Between rounds: revert a cut at once when the reports made since show a regression
-        (``minReports`` of them, their tail above the SLO) — no cool-down holds a revert back."""
+        (``revertReports`` of them, their tail above the SLO) — no cool-down holds a revert back."""
         st = self._state.get(r.workload)
         if st is None or not st.cut or st.good is None or st.good <= r.cpu_request or r.target is None:
             return None
-        if len(r.costs) < self.args.min_reports:
+        if len(r.costs) < self.args.revert_reports:
             return None
         tail = float(np.quantile(np.asarray(r.costs), self.args.slo_quantile))
         if tail <= r.target:

@@ -28,6 +28,11 @@ class SimMoves:
         self.spec = spec
         self.recent: dict[str, float] = {}
         self.counts: Counter[str] = Counter()
+        #: Per workload: asked, executed, refused, and ``home`` — refused because the profile's own
+        #: scheduler would put the replacement back on the node the pod runs on.
+        self.by_workload: dict[str, Counter[str]] = {}
+        #: Nodes that received moved pods, with how many.
+        self.targets: Counter[str] = Counter()
         #: (workload, decision text) for ``harmonic model --explain``.
         self.log: deque[tuple[str, str]] = deque(maxlen=1000)
 
@@ -37,6 +42,7 @@ class SimMoves:
         now = w.clock.now()
         for workload, a in asks:
             self.counts["asked"] += 1
+            self.by_workload.setdefault(workload, Counter())["asked"] += 1
             if self.spec is None or not self.spec.execute:
                 self.log.append((workload, f"t={now:g} {a.why} (recommended; moves are not executed)"))
         if self.spec is None or not self.spec.execute or not asks:
@@ -59,8 +65,12 @@ class SimMoves:
             (workload, _),
             out,
         ) in zip(asks, outcomes, strict=True):
+            mine = self.by_workload[workload]
             if out.refused:
                 self.counts["refused"] += 1
+                mine["refused"] += 1
+                node = (w.cluster.pods.get(out.pod) or {}).get("spec", {}).get("nodeName")
+                mine["home"] += int(out.refused.startswith(f"the scheduler would place it on {node},"))
                 self.log.append((workload, f"t={now:g} {out.why}: not moved ({out.refused})"))
                 continue
             e = next(e for e in log.evictions if e.pod.key == out.pod)
@@ -68,12 +78,22 @@ class SimMoves:
             if w.cluster.evict(e.pod, f"moved by {PLUGIN}") is not None:
                 w._deleting.pop(out.pod, None)
                 self.counts["refused"] += 1
+                mine["refused"] += 1
                 self.log.append((workload, f"t={now:g} {out.why}: not moved (the Eviction API refused)"))
                 continue
             done.append(e)
             self.counts["executed"] += 1
+            mine["executed"] += 1
+            self.targets[out.to] += 1
             self.log.append((workload, f"t={now:g} {out.why}: moved, replacement reserved on {out.to}"))
         remember(self.recent, RunLog(evictions=done), now)
 
     def metrics(self) -> dict[str, Any]:
-        return {k: self.counts[k] for k in ("asked", "executed", "refused")}
+        out: dict[str, Any] = {k: self.counts[k] for k in ("asked", "executed", "refused")}
+        if self.spec is not None and self.spec.execute:
+            out["target_nodes"] = len(self.targets)
+            out["workloads"] = {
+                wl: {k: c[k] for k in ("asked", "executed", "refused", "home")}
+                for wl, c in sorted(self.by_workload.items())
+            }
+        return out

@@ -14,7 +14,10 @@ The judge (``Judge``) reads the truth the loop never sees: the pods' real CPU us
 causes (``harmonic.sim.usage.queueing``). Per workload it computes the smallest SLO-keeping request —
 the smallest request at which the truth's cost stays within the SLO at the pod's 95th-percentile CPU use
 — and counts, per report, whether the SLO was kept, and whether it would have been under the original
-requests at the same moment and placement.
+requests at the same moment and placement. Slack is Autopilot's: (requested - used) / requested, summed
+over the pods with an SLO (CPU; memory apart). Per report it also keeps the request that report needed
+at its moment's use, whose quantiles give the least slack any fixed request per workload allows while
+breaking the SLO in at most 5%, 1% or none of the reports: what no recommender can beat.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
 _Z95 = 1.645
 #: Slack is judged over this much of the end of the run.
 FINAL_WINDOW = 1800.0
+#: Violation shares at which ``slack_at_violation_share`` gives the least slack a fixed request allows.
+_FLOOR_SHARES = (0.05, 0.01, 0.0)
 
 
 @dataclass
@@ -57,6 +62,9 @@ class _Judged:
     reports: int = 0
     violations: int = 0
     violations_original: int = 0
+    #: Per report: (time, the SLO broken, the smallest request that would have kept it at that
+    #: moment's use), for the steady-state figures over the end of the run.
+    timeline: list[tuple[float, bool, float]] = field(default_factory=list)
 
 
 class SimRightSizing:
@@ -78,8 +86,9 @@ class SimRightSizing:
         self.counts = {"resizes": 0, "restarts": 0, "deferred": 0, "infeasible": 0, "recommendations": 0}
         #: Infeasible resizes not yet handed on: (pod key, node, workload, (cpu, memory) wanted).
         self.infeasible: list[tuple[str, str, WorkloadKey, tuple[float, float]]] = []
-        #: (time, requested, used) CPU over the pods with an SLO, per tick.
+        #: (time, requested, used) CPU over the pods with an SLO, per tick; and memory.
         self.slack: list[tuple[float, float, float]] = []
+        self.slack_memory: list[tuple[float, float, float]] = []
         #: The latest recommendation published per pod (pods that did not opt in), VPA's shape.
         self.recommendations: dict[str, str] = {}
 
@@ -92,17 +101,21 @@ class SimRightSizing:
     def observe(self, view: PlacementView, observations: list[Observation], now: float) -> None:
         reading = self.usage.read()
         targets = self.loop.targets(view)
-        requested = used = 0.0
+        requested = used = mem_requested = mem_used = 0.0
         for key, pods in view.by_workload().items():
             if key not in targets:
                 continue
             j = self.judged.setdefault(key, _Judged(float(pods[0].requests.get(CPU, 0))))
             j.pods = len(pods)
             for p in pods:
+                cpu, mem = reading.pods.get((p.namespace, p.name), (0.0, 0.0))
                 requested += float(p.requests.get(CPU, 0))
-                used += reading.pods.get((p.namespace, p.name), (0.0, 0.0))[0]
+                used += cpu
+                mem_requested += float(p.requests.get(MEMORY, 0))
+                mem_used += mem
         if requested > 0 and reading.pods:
             self.slack.append((now, requested, used))
+            self.slack_memory.append((now, mem_requested, mem_used))
         for a in self.loop.observe(view, observations, reading.pods, now):
             self._carry_out(view, a.pod, a.cpu_millis, a.memory_bytes)
 
@@ -163,12 +176,14 @@ class SimRightSizing:
                 continue
             cost = base[i] * (1.0 + slowdown[i])
             original = float(response_factor(np.array([use]), np.array([track.initial_cpu]))[0])
+            broken = bool(cost * factor > target)
             track.reports += 1
-            track.violations += int(cost * factor > target)
+            track.violations += int(broken)
             track.violations_original += int(cost * original > target)
             p95 = usage.cpu_req[slot] * cpu_f[slot] * (1 + _Z95 * noise_f[slot])
-            need = smallest_request(np.array([p95]), np.array([target / cost]), np.array([64_000.0]))
+            need = smallest_request(np.array([p95, use]), np.full(2, target / cost), np.full(2, 64_000.0))
             track.smallest.append(float(need[0]))
+            track.timeline.append((self.world.now(), broken, float(need[1])))
 
     def metrics(self) -> dict[str, Any]:
         per: dict[str, Any] = {}
@@ -201,6 +216,7 @@ class SimRightSizing:
         final_ticks = [s for s in self.slack if s[0] >= end - FINAL_WINDOW]
         smallest = sum(float(np.mean(t.smallest[-60:])) * t.pods for t in self.judged.values() if t.smallest)
         used = float(np.mean([s[2] for s in final_ticks])) if final_ticks else 0.0
+        steady = [r for t in self.judged.values() for r in t.timeline if r[0] >= end - FINAL_WINDOW]
         return {
             "recommender": self.spec.recommender,
             **self.counts,
@@ -211,8 +227,25 @@ class SimRightSizing:
             "slack_at_smallest": round(1 - used / smallest, 6) if smallest > 0 and final_ticks else None,
             "violation_share": round(violations / reports, 6) if reports else None,
             "violation_share_original": round(original / reports, 6) if reports else None,
+            "violation_share_final": round(sum(r[1] for r in steady) / len(steady), 6) if steady else None,
+            "slack_final_memory": _slack([s for s in self.slack_memory if s[0] >= end - FINAL_WINDOW]),
+            "slack_at_violation_share": self._floors(end, used),
             "workloads": per,
         }
+
+    def _floors(self, end: float, used: float) -> dict[str, float | None]:
+        """The slack over the last 30 minutes if every pod asked the request that would have broken
+        the SLO in exactly that share of its workload's reports there (the quantile of the requests
+        each report needed at its moment's use): what any fixed request per workload must leave to
+        break the SLO no more often. ``"0"``: never."""
+        out: dict[str, float | None] = {}
+        for share in _FLOOR_SHARES:
+            asked = 0.0
+            for t in self.judged.values():
+                needs = [r[2] for r in t.timeline if r[0] >= end - FINAL_WINDOW]
+                asked += float(np.quantile(needs, 1 - share)) * t.pods if needs else 0.0
+            out[f"{share:g}"] = round(1 - used / asked, 6) if asked > 0 and used > 0 else None
+        return out
 
 
 def _slack(samples: list[tuple[float, float, float]]) -> float | None:

@@ -92,6 +92,16 @@ class Interval:
         }
 
 
+def mean_ci(values: Sequence[float], digits: int = 3, n: bool = False) -> str:
+    """``"mean ± half-width"`` of the 95% interval (the mean alone for one value, "n/a" for none), as
+    the benchmarks print their figures; ``n`` appends the count."""
+    if not values:
+        return "n/a"
+    iv = interval(values)
+    hw = f" ± {iv.half_width:.{digits}f}" if iv.half_width is not None else ""
+    return f"{iv.mean:.{digits}f}{hw}" + (f" (n={iv.n})" if n else "")
+
+
 def interval(values: Sequence[float]) -> Interval:
     if not values:
         raise ValueError("no values")

@@ -51,9 +51,16 @@ def test_a_violation_with_no_cut_to_undo_grows_the_request() -> None:
     [
         ("too few reports: no decision", _in(9000, [1.0] * 4), {}, None),
         ("tail near the SLO: hold", _in(9000, [1.95] * 10), {}, 9000),
-        ("a cut stops at the observed peak use", _in(1200, [1.0] * 10, use=1000), {}, 1000),
+        ("a cut stops at the observed peak use / maxUtilization", _in(1500, [1.0] * 10, use=1000), {}, 1250),
+        (
+            "at full utilisation allowed, at the peak use",
+            _in(1200, [1.0] * 10, use=1000),
+            {"maxUtilization": 1},
+            1000,
+        ),
+        ("nothing to cut above peak use / maxUtilization: hold", _in(1200, [1.0] * 10, use=1000), {}, 1200),
         ("a cut stops at minCpu", _in(120, [1.0] * 10, use=1), {"minCpu": 100}, 100),
-        ("a cut smaller than the smallest step is no cut", _in(1030, [1.0] * 10, use=1000), {}, 1030),
+        ("a cut smaller than the smallest step is no cut", _in(1030, [1.0] * 10, use=800), {}, 1030),
         ("never above maxCpu", _in(7000, [5.0] * 10), {"maxCpu": 8000}, 8000),
         ("no SLO and no usage history: nothing", _in(9000, [1.0] * 10, target=None), {}, None),
     ],
@@ -73,6 +80,20 @@ def test_cooldown_holds_changes_back_but_not_a_revert() -> None:
     assert s.check(_in(9000, [2.5] * 10), 420) is None  # nothing left to revert
 
 
+@pytest.mark.parametrize(
+    ("reports", "args", "reverted"), [(2, {}, False), (3, {}, True), (3, {"revertReports": 5}, False)]
+)
+def test_a_probe_below_the_slo_is_reverted_on_revert_reports_not_a_full_round(
+    reports: int, args: dict[str, int], reverted: bool
+) -> None:
+    # a round needs minReports (5) to judge; undoing a failed cut needs only revertReports (3):
+    # every report a failed probe gets is one more SLO violation
+    s = RightSizer(RightSizingArgs.model_validate({"cooldownSeconds": 600, **args}))
+    s.decide(_in(9000, [1.0] * 10), 0)  # -> 6300
+    d = s.check(_in(6300, [2.5] * reports), 60)
+    assert (d is not None and d.cpu_to == 9000) is reverted
+
+
 def test_without_an_slo_the_vpa_style_target_is_used() -> None:
     s = RightSizer(RightSizingArgs(cooldownSeconds=0))
     for t in range(30):
@@ -90,7 +111,8 @@ def test_memory_follows_the_peak_and_falls_by_at_most_the_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("minCpu", 0), ("maxStepDown", 1.0), ("sloQuantile", 1.5), ("bogus", 1)]
+    ("field", "value"),
+    [("minCpu", 0), ("maxStepDown", 1.0), ("sloQuantile", 1.5), ("maxUtilization", 1.2), ("bogus", 1)],
 )
 def test_bad_args_name_the_field(field: str, value: float) -> None:
     with pytest.raises(ValidationError, match=field):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -56,6 +57,18 @@ def test_over_requested_services_are_resized_in_place_toward_the_smallest_slo_ke
     # ten-seed figures (under 5%) are benchmarks/rightsizing.py's.
     assert w["violation_share"] < 0.15
     assert rs["slack_final"] < rs["slack_initial"] - 0.3
+    _floors_bound_what_any_request_can_do(rs)
+
+
+def _floors_bound_what_any_request_can_do(rs: dict[str, Any]) -> None:
+    floors = rs["slack_at_violation_share"]
+    # breaking the SLO less often needs more room
+    assert floors["0.05"] <= floors["0.01"] <= floors["0"]
+    # a request leaving less slack than the floor for a share breaks the SLO more often than that
+    for share, floor in floors.items():
+        if rs["slack_final"] < floor - 0.005:
+            assert rs["violation_share_final"] > float(share), share
+    assert 0 < rs["slack_final_memory"] < 1
 
 
 def test_the_vpa_baseline_cuts_without_seeing_the_slo() -> None:
@@ -64,6 +77,8 @@ def test_the_vpa_baseline_cuts_without_seeing_the_slo() -> None:
     # P90 of use + 15% is below what the SLO needs: the SLO breaks most of the time after it
     assert w["final_over_smallest"] < 0.95
     assert w["violation_share"] > 0.3 and rs["reverts"] == 0
+    assert rs["slack_final"] < rs["slack_at_violation_share"]["0.05"]
+    _floors_bound_what_any_request_can_do(rs)
 
 
 def test_a_workload_that_did_not_opt_in_gets_recommendations_never_resizes() -> None:
@@ -109,6 +124,15 @@ def test_moves_the_learnt_model_asks_for_are_carried_out_through_the_evictor() -
     # the cool-down holds: one workload, at most one move per 10 minutes
     times = [float(t.split(" ", 1)[0][2:]) for t in moved]
     assert all(b - a >= 600 for a, b in itertools.pairwise(times))
+    # per workload, the same counts; "home": refused because the profile's scheduler would put the
+    # replacement back where the pod runs, as the decision log says
+    per = moves["workloads"]
+    for key in ("asked", "executed", "refused"):
+        assert sum(c[key] for c in per.values()) == moves[key]
+    back = re.compile(r" from (\S+) \(best.*not moved \(the scheduler would place it on (\S+), ")
+    home = [m for _, t in world.feedback.decisions() if (m := back.search(t)) and m[1] == m[2]]
+    assert sum(c["home"] for c in per.values()) == len(home)
+    assert 1 <= moves["target_nodes"] <= moves["executed"]
 
 
 def test_without_the_moves_key_asks_are_only_recommended() -> None:
@@ -116,5 +140,5 @@ def test_without_the_moves_key_asks_are_only_recommended() -> None:
 
     world = run(antagonist())
     moves = summarize(world)["feedback"]["moves"]
-    assert moves["executed"] == 0 and moves["asked"] > 0
+    assert moves["executed"] == 0 and moves["asked"] > 0 and "workloads" not in moves
     assert all("recommended" in text for _, text in world.feedback.decisions())

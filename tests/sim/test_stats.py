@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harmonic.sim.stats import interval, t975
+from harmonic.sim.stats import interval, mean_ci, t975
 
 # t_{0.975, df} from a printed table (e.g. NIST/SEMATECH e-Handbook, table 1.3.6.7.2).
 PUBLISHED = {
@@ -71,3 +72,19 @@ def test_interval_contains_the_mean_and_is_shift_invariant(xs):
     assert iv.low <= iv.mean <= iv.high
     shifted = interval([x + 10.0 for x in xs])
     assert shifted.half_width == pytest.approx(iv.half_width, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("values", "kwargs", "want"),
+    [
+        ([], {}, "n/a"),
+        ([0.5], {}, "0.500"),
+        # mean 2, sd 1, t(0.975, 2) = 4.303: half-width 4.303 / sqrt(3)
+        ([1.0, 2.0, 3.0], {}, "2.000 ± 2.484"),
+        ([1.0, 2.0, 3.0], {"digits": 1, "n": True}, "2.0 ± 2.5 (n=3)"),
+    ],
+)
+def test_mean_ci_prints_the_mean_and_the_95pct_half_width(
+    values: list[float], kwargs: dict[str, Any], want: str
+) -> None:
+    assert mean_ci(values, **kwargs) == want
