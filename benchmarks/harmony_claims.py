@@ -20,7 +20,9 @@ confidence interval of the per-seed paired figure (harmonic against default on t
 
 Every figure is the simulator's ground truth (harmonic/sim/truth), never a plugin's model. The LC
 slowdown is also shown under the truth's perturbed interference (x0.5, x2, mixed). A goal "holds" when
-the whole interval satisfies it; the row prints mean and 95% CI either way. With --out the sweep
+the whole interval satisfies it; the row prints mean and 95% CI either way. Below the goals, figures
+that explain them are reported without a goal: the CPU stranded while Jobs wait (harmonic - default,
+cores: what segregating latency-critical pods from batch costs in throughput). With --out the sweep
 documents are written there (one sweep.json per scenario) and a claims.json beside them.
 """
 
@@ -147,6 +149,15 @@ def goals(apps: Sequence[str], variants: Sequence[str]) -> list[Goal]:
     return out
 
 
+#: Reported beside the goals, judged against nothing: (name, per-seed figure).
+CONTEXT: tuple[tuple[str, Callable[[Metrics, Metrics], float | None]], ...] = (
+    (
+        "CPU stranded while pods wait (cores, diff)",
+        _difference(lambda m: m.get("stranded_cpu_cores_while_pending")),
+    ),
+)
+
+
 def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
     runs = [r["profiles"] for r in doc["runs"].values() if BASE in r["profiles"] and MINE in r["profiles"]]
     if not runs:
@@ -172,7 +183,25 @@ def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
             row.update(mean=iv.mean, ci95=[low, high], holds=holds)
         row["judged"] = zone_routing or not g.zone_routing_only
         rows.append(row)
-    return {"scenario": doc["scenario"], "seeds": doc["seeds"], "routing": routings, "goals": rows}
+    context = []
+    for name, figure in CONTEXT:
+        values = [v for r in runs if (v := figure(r[MINE], r[BASE])) is not None]
+        iv = interval(values) if values else None
+        context.append(
+            {
+                "figure": name,
+                "n": len(values),
+                "mean": None if iv is None else iv.mean,
+                "ci95": None if iv is None else [iv.low, iv.high],
+            }
+        )
+    return {
+        "scenario": doc["scenario"],
+        "seeds": doc["seeds"],
+        "routing": routings,
+        "goals": rows,
+        "context": context,
+    }
 
 
 def _fmt(v: float | None) -> str:
@@ -196,6 +225,11 @@ def print_claims(result: Mapping[str, Any]) -> None:
         if not r["judged"]:
             verdict += " (reported: routing is not preferZone)"
         print(f"  {r['goal']:44} {_fmt(r['mean']):>8} {ci:>19}  {r['relation']} {r['bound']:<5}  {verdict}")
+    for c in result.get("context", ()):
+        ci = (
+            "-" if c["ci95"] is None or None in c["ci95"] else f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"
+        )
+        print(f"  {c['figure']:44} {_fmt(c['mean']):>8} {ci:>19}  {'':8}  reported")
 
 
 def markdown_claims(result: Mapping[str, Any]) -> str:
@@ -207,6 +241,11 @@ def markdown_claims(result: Mapping[str, Any]) -> str:
         if not r["judged"]:
             verdict = f"reported ({verdict})"
         lines.append(f"| {r['goal']} | {_fmt(r['mean'])}{ci} | {r['relation']} {r['bound']} | {verdict} |")
+    for c in result.get("context", ()):
+        ci = (
+            "" if c["ci95"] is None or None in c["ci95"] else f" [{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"
+        )
+        lines.append(f"| {c['figure']} | {_fmt(c['mean'])}{ci} | — | reported |")
     return "\n".join(lines)
 
 
