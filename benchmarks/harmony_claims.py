@@ -186,13 +186,13 @@ def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
     context = []
     for name, figure in CONTEXT:
         values = [v for r in runs if (v := figure(r[MINE], r[BASE])) is not None]
-        iv = interval(values) if values else None
+        spread = interval(values) if values else None
         context.append(
             {
                 "figure": name,
                 "n": len(values),
-                "mean": None if iv is None else iv.mean,
-                "ci95": None if iv is None else [iv.low, iv.high],
+                "mean": None if spread is None else spread.mean,
+                "ci95": None if spread is None else [spread.low, spread.high],
             }
         )
     return {
