@@ -21,6 +21,26 @@ from .conftest import harmonic_run, run_config, wait_until
 DISSONANCE = [{"schedulerName": "harmonic", "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}}}]
 
 
+def rightsizing_options(tmp_path: Path) -> list[str]:
+    """``harmonic run`` options for feedback with bearer token ``s3cret``, reports read every second and
+    right-sizing every 2 s with no cool-down."""
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    guardrails = tmp_path / "rightsizing.yaml"
+    guardrails.write_text("cooldownSeconds: 0\nminReports: 2\n")
+    return [
+        "--feedback-token-file",
+        str(token),
+        "--feedback-interval",
+        "1",
+        "--feedback-rightsizing",
+        "--feedback-rightsizing-interval",
+        "2",
+        "--feedback-rightsizing-args",
+        str(guardrails),
+    ]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,25 +160,8 @@ def test_rightsizing_resizes_opted_in_pods_and_annotates_the_others(api: ApiServ
     for name in ("api-0", "api-1", "db-0"):
         usage = {"cpu": "1", "memory": "500Mi"}
         api.create("metrics.k8s.io/pods", {"metadata": {"name": name, "namespace": "default"}, "containers": [{"name": "c", "usage": usage}]})  # fmt: skip
-    token = tmp_path / "token"
-    token.write_text("s3cret\n")
-    guardrails = tmp_path / "rightsizing.yaml"
-    guardrails.write_text("cooldownSeconds: 0\nminReports: 2\n")
     port = _free_port()
-    proc = harmonic_run(
-        run_config(api, tmp_path, DISSONANCE),
-        "a",
-        port,
-        "--feedback-token-file",
-        str(token),
-        "--feedback-interval",
-        "1",
-        "--feedback-rightsizing",
-        "--feedback-rightsizing-interval",
-        "2",
-        "--feedback-rightsizing-args",
-        str(guardrails),
-    )
+    proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port, *rightsizing_options(tmp_path))
     url = f"http://127.0.0.1:{port}"
     auth = {"Authorization": "Bearer s3cret"}
 

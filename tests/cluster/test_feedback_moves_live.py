@@ -17,7 +17,7 @@ from harmonic.testing import node
 from harmonic.testing.apiserver import ApiServerDouble
 
 from .conftest import harmonic_run, run_config, wait_until
-from .test_feedback_live import DISSONANCE, _free_port, _service_pod, _wait_serving
+from .test_feedback_live import DISSONANCE, _free_port, _service_pod, _wait_serving, rightsizing_options
 
 
 def _outgrowing(api: ApiServerDouble, tmp_path: Path) -> list[str]:
@@ -35,21 +35,7 @@ def _outgrowing(api: ApiServerDouble, tmp_path: Path) -> list[str]:
     api.create(
         "metrics.k8s.io/pods", {"metadata": {"name": "api-0", "namespace": "default"}, "containers": [usage]}
     )
-    token = tmp_path / "token"
-    token.write_text("s3cret\n")
-    guardrails = tmp_path / "rightsizing.yaml"
-    guardrails.write_text("cooldownSeconds: 0\nminReports: 2\n")
-    return [
-        "--feedback-token-file",
-        str(token),
-        "--feedback-interval",
-        "1",
-        "--feedback-rightsizing",
-        "--feedback-rightsizing-interval",
-        "2",
-        "--feedback-rightsizing-args",
-        str(guardrails),
-    ]
+    return rightsizing_options(tmp_path)
 
 
 @pytest.mark.parametrize("execute", [True, False])
