@@ -195,17 +195,7 @@ def fragmentation(world: MeasuredWorld, shapes: list[tuple[int, int, int]]) -> d
     memory, one pod slot) fits in it; ``unusable_*_share`` is the unusable part of the free capacity;
     ``pending_pods_fitting_in_aggregate`` counts pending pods whose requests fit in the aggregate free
     capacity but in no single node. Only resources are considered here, not taints or affinities."""
-    snap = world.scheduler.cache.snapshot
-    slots = np.flatnonzero(snap.live & ~snap.unschedulable)
-    slots = np.array(
-        [s for s in slots.tolist() if snap.node(s).name not in world.failed_nodes], dtype=np.int64
-    )
-    cols = [CPU_COL, MEMORY_COL, PODS_COL]
-    free = (
-        (snap.allocatable[slots][:, cols] - snap.requested[slots][:, cols]).clip(min=0)
-        if len(slots)
-        else np.zeros((0, 3), dtype=np.int64)
-    )
+    free = _free_on_accepting_nodes(world)
     total = free.sum(axis=0) if len(free) else np.zeros(3, dtype=np.int64)
     out: dict[str, Any] = {
         "free_cpu_millicores": int(total[0]),
@@ -217,7 +207,7 @@ def fragmentation(world: MeasuredWorld, shapes: list[tuple[int, int, int]]) -> d
     if not shapes or not len(free):
         return out
     req = np.array(sorted(set(shapes)), dtype=np.int64)
-    fits: np.ndarray = np.all(free[:, None, :] >= req[None, :, :], axis=2)  # node x shape
+    fits = _fits(free, req)
     usable: np.ndarray = np.any(fits, axis=1)
     if total[0] > 0:
         out["unusable_cpu_share"] = round(float(free[~usable, 0].sum() / total[0]), 6)
@@ -247,24 +237,36 @@ def stranded_cpu(world: MeasuredWorld, waiting: Sequence[Need]) -> float:
     memory, a pod slot) fit in what it has left: capacity work could not use while it waited — what
     packing wasted, or what no node could have given a pod bigger than any node — as opposed to
     capacity nobody asked for. Affinities and spreading are not considered."""
-    snap = world.scheduler.cache.snapshot
-    cols = [CPU_COL, MEMORY_COL, PODS_COL]
+    free = _free_on_accepting_nodes(world, {n.tolerations for n in waiting})
     req = np.array(sorted({n.shape for n in waiting}), dtype=np.int64)
-    kinds = {n.tolerations for n in waiting}
+    return float(free[~_fits(free, req).any(axis=1), 0].sum())
+
+
+def _free_on_accepting_nodes(
+    world: MeasuredWorld, tolerations: set[tuple[Toleration, ...]] | None = None
+) -> np.ndarray:
+    """[node, (CPU, memory, pods)] left on nodes that accept pods (live, not cordoned, not failed); with
+    ``tolerations``, only nodes whose NoSchedule/NoExecute taints one of those sets tolerates."""
+    snap = world.scheduler.cache.snapshot
     slots = np.flatnonzero(snap.live & ~snap.unschedulable)
     keep = np.ones(len(slots), dtype=bool)
     for i, slot in enumerate(slots.tolist()):
         node = snap.node(slot)
         if node.name in world.failed_nodes:
             keep[i] = False
-            continue
-        hard = [t for t in node.taints if t.effect in _HARD_TAINTS]
-        if hard and not any(all(tolerated(tol, t) for t in hard) for tol in kinds):
-            keep[i] = False
+        elif tolerations is not None:
+            hard = [t for t in node.taints if t.effect in _HARD_TAINTS]
+            keep[i] = not hard or any(all(tolerated(tol, t) for t in hard) for tol in tolerations)
     slots = slots[keep]
-    free = (snap.allocatable[slots][:, cols] - snap.requested[slots][:, cols]).clip(min=0)
-    fits = np.all(free[:, None, :] >= req[None, :, :], axis=2).any(axis=1)
-    return float(free[~fits, 0].sum())
+    cols = [CPU_COL, MEMORY_COL, PODS_COL]
+    free: np.ndarray = (snap.allocatable[slots][:, cols] - snap.requested[slots][:, cols]).clip(min=0)
+    return free
+
+
+def _fits(free: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """[node, shape]: the shape's requests fit in what the node has left."""
+    fits: np.ndarray = np.all(free[:, None, :] >= req[None, :, :], axis=2)
+    return fits
 
 
 _HARD_TAINTS = frozenset({"NoSchedule", "NoExecute"})
