@@ -33,6 +33,7 @@ LANDED = "landed"
 FELL_BACK = "fell_back"
 EXPIRED = "expired"
 CANCELLED = "cancelled"
+OUTCOMES = (LANDED, FELL_BACK, EXPIRED, CANCELLED)
 
 
 @dataclass(frozen=True)

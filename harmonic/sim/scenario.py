@@ -430,11 +430,13 @@ class RightSizingSpec(_M):
 class FeedbackMovesSpec(_M):
     """``feedback.moves``: carry the moves the loop asks for out through the rescheduler's evictor
     (docs/feedback.md, "Moves"): at most ``maxPerRound`` evictions a feedback round, none of a pod
-    moved within ``cooldown``."""
+    moved within ``cooldown``; each replacement is reserved the node the what-if chose for
+    ``reservationSeconds`` (0: not reserved), as ``harmonic run --feedback-moves`` reserves it."""
 
     execute: bool = True
     max_per_round: int = Field(default=1, ge=1)
     cooldown: Seconds = 600.0
+    reservation_seconds: Seconds = 60.0
 
 
 class FeedbackSpec(_M):

@@ -117,7 +117,7 @@ def test_moves_the_learnt_model_asks_for_are_carried_out_through_the_evictor() -
     world = run(antagonist(moves={"maxPerRound": 1}))
     moves = summarize(world)["feedback"]["moves"]
     assert moves["executed"] > 0 and moves["executed"] + moves["refused"] == moves["asked"]
-    moved = [text for _, text in world.feedback.decisions() if ": moved, replacement reserved on" in text]
+    moved = [text for _, text in world.feedback.decisions() if ": moved, replacement reserved on " in text]
     assert len(moved) == moves["executed"]
     # each with its figures: predicted slowdown here and there, gain against the restart's cost
     assert all("predicted slowdown" in t and "restart cost" in t for t in moved)
@@ -142,3 +142,36 @@ def test_without_the_moves_key_asks_are_only_recommended() -> None:
     moves = summarize(world)["feedback"]["moves"]
     assert moves["executed"] == 0 and moves["asked"] > 0 and "workloads" not in moves
     assert all("recommended" in text for _, text in world.feedback.decisions())
+
+
+def test_a_moved_pods_replacement_is_reserved_the_what_ifs_node_and_lands_there() -> None:
+    from tests.sim.test_feedback import antagonist
+
+    world = run(antagonist(moves={"maxPerRound": 1}))
+    moves = summarize(world)["feedback"]["moves"]
+    reserved = moves["reservations"]
+    # every executed move reserved exactly one node; each reservation ended in one outcome or is open
+    assert sum(reserved.values()) == moves["executed"] > 0
+    assert reserved["landed"] > 0 and reserved["cancelled"] == 0
+    texts = [t for _, t in world.feedback.decisions()]
+    reserved_on = {m[1] for t in texts if (m := re.search(r": moved, replacement reserved on (\S+) for ", t))}
+    pattern = re.compile(r"replacement (\S+) of \S+ landed on the reserved (\S+)$")
+    landed = [m.groups() for t in texts if (m := pattern.search(t))]
+    assert len(landed) == reserved["landed"]
+    for replacement, node in landed:
+        # a node a move reserved, and where the cluster bound the replacement
+        assert node in reserved_on
+        pod = world.cluster.pods.get(replacement)
+        if pod is not None:  # still running (not moved again or finished since)
+            assert pod["spec"]["nodeName"] == node
+
+
+def test_without_a_reservation_time_the_replacement_is_scheduled_normally() -> None:
+    from tests.sim.test_feedback import antagonist
+
+    world = run(antagonist(moves={"maxPerRound": 1, "reservationSeconds": 0}))
+    moves = summarize(world)["feedback"]["moves"]
+    assert moves["executed"] > 0 and sum(moves["reservations"].values()) == 0
+    moved = [t for _, t in world.feedback.decisions() if ": moved, " in t]
+    assert len(moved) == moves["executed"]
+    assert all("replacement not reserved (the what-if placed it on " in t for t in moved)
