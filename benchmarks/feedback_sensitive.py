@@ -23,6 +23,7 @@ CI):
 
     python benchmarks/feedback_sensitive.py                 # seeds 1-10, --jobs 2
     python benchmarks/feedback_sensitive.py --seeds 1-3 --jobs 1
+    python benchmarks/feedback_sensitive.py --parts moves   # only `harmonic` and learning + moves
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "feedback"
 CONFIGS = (ROOT / "harmonic/data/profiles/harmonic.yaml", EXAMPLES / "harmonic-feedback.yaml")
 SENSITIVE = "boutique/cartservice"
+PARTS = ("ceiling", "learning", "recreated", "moves", "prior-right")
 
 
 def _pm(values: list[float]) -> str:
@@ -86,11 +88,13 @@ def _moves(runs: Mapping[int, Any]) -> str:
     blocks = [m["feedback"]["moves"] for m in runs.values()]
     mine = [b["workloads"].get(SENSITIVE, {}) for b in blocks]
     total = {k: sum(b[k] for b in blocks) for k in ("asked", "executed")}
+    ends = {k: sum(b["reservations"][k] for b in blocks) for k in blocks[0]["reservations"]} if blocks else {}
     return (
         f"{SENSITIVE}: asked {sum(c.get('asked', 0) for c in mine)}, moved {sum(c.get('executed', 0) for c in mine)}, "
         f"refused because the profile's scheduler would put it back on its node "
         f"{sum(c.get('home', 0) for c in mine)}; all workloads: asked {total['asked']}, moved "
-        f"{total['executed']}, onto {_pm([float(b['target_nodes']) for b in blocks])[2:]} distinct nodes per seed"
+        f"{total['executed']}, onto {_pm([float(b['target_nodes']) for b in blocks])[2:]} distinct nodes per seed; "
+        f"replacements' reservations: {', '.join(f'{k} {v}' for k, v in ends.items())}"
     )
 
 
@@ -98,7 +102,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated, of {', '.join(PARTS)} (default: all); `harmonic` as written always runs",
+    )
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= set(PARTS):
+        ap.error(f"--parts: unknown {', '.join(sorted(parts - set(PARTS)))}; known: {', '.join(PARTS)}")
     logging.disable(logging.WARNING)  # the simulated mesh's "no signal" lines, once per round
     both = ("harmonic", "harmonic-feedback")
     sensitive = yaml.safe_load((EXAMPLES / "sensitive.yaml").read_text())
@@ -118,23 +130,27 @@ def main() -> None:
     prior = yaml.safe_load((EXAMPLES / "prior-right.yaml").read_text())
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        base = _run(sensitive, both, args.seeds, args.jobs, tmp, "sensitive")
-        top = _run(ceiling, ("harmonic",), args.seeds, args.jobs, tmp, "ceiling")
-        again = _run(recreated, both, args.seeds, args.jobs, tmp, "recreated")
-        moved = _run(moves, ("harmonic-feedback",), args.seeds, args.jobs, tmp, "moves")
-        right = _run(prior, both, args.seeds, args.jobs, tmp, "prior-right")
-    print(f"== sensitive ({len(base['harmonic'])} seeds), against `harmonic` as written")
-    h, learnt = _fig(base["harmonic"]), _fig(base["harmonic-feedback"])
-    print(f"  ceiling (cartservice suffers nothing): {_ratios(_fig(top['harmonic']), h)}")
-    print(f"  learning (harmonic-feedback):          {_ratios(learnt, h)}")
-    recreated_ratio = _ratios(_fig(again["harmonic-feedback"]), _fig(again["harmonic"]))
-    print(f"  learning, cartservice recreated at 1 h: {recreated_ratio} (against `harmonic`, recreated too)")
-    print(f"  learning + moves:                      {_ratios(_fig(moved['harmonic-feedback']), h)}")
-    print(f"    moves: {_moves(moved['harmonic-feedback'])}")
-    print(
-        "== prior-right: harmonic-feedback / harmonic: "
-        f"{_ratios(_fig(right['harmonic-feedback']), _fig(right['harmonic']))}"
-    )
+        learning = "learning" in parts
+        base = _run(sensitive, both if learning else ("harmonic",), args.seeds, args.jobs, tmp, "sensitive")
+        h = _fig(base["harmonic"])
+        print(f"== sensitive ({len(base['harmonic'])} seeds), against `harmonic` as written")
+        if "ceiling" in parts:
+            top = _run(ceiling, ("harmonic",), args.seeds, args.jobs, tmp, "ceiling")
+            print(f"  ceiling (cartservice suffers nothing): {_ratios(_fig(top['harmonic']), h)}")
+        if learning:
+            print(f"  learning (harmonic-feedback):          {_ratios(_fig(base['harmonic-feedback']), h)}")
+        if "recreated" in parts:
+            again = _run(recreated, both, args.seeds, args.jobs, tmp, "recreated")
+            ratio = _ratios(_fig(again["harmonic-feedback"]), _fig(again["harmonic"]))
+            print(f"  learning, cartservice recreated at 1 h: {ratio} (against `harmonic`, recreated too)")
+        if "moves" in parts:
+            moved = _run(moves, ("harmonic-feedback",), args.seeds, args.jobs, tmp, "moves")
+            print(f"  learning + moves:                      {_ratios(_fig(moved['harmonic-feedback']), h)}")
+            print(f"    moves: {_moves(moved['harmonic-feedback'])}")
+        if "prior-right" in parts:
+            right = _run(prior, both, args.seeds, args.jobs, tmp, "prior-right")
+            ratio = _ratios(_fig(right["harmonic-feedback"]), _fig(right["harmonic"]))
+            print(f"== prior-right: harmonic-feedback / harmonic: {ratio}")
 
 
 if __name__ == "__main__":
