@@ -20,9 +20,10 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import Clock, ClusterClient, PluginsRunner, RefusingClient
 from harmonic.framework.registry import Registry
 from harmonic.framework.runtime import Framework
-from harmonic.framework.services import ServiceAccess
+from harmonic.framework.services import NOMINATOR, ServiceAccess
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
+from harmonic.scheduler.nominator import Nominator
 
 
 class WhatIfError(RuntimeError):
@@ -92,6 +93,9 @@ class WhatIf:
         self.snapshot = Snapshot(max(64, 2 * len(nodes)))
         self.clock = _FixedClock(now)
         self.services: dict[str, Any] = dict(services or {})
+        # No pod is nominated in the what-if's world (a scheduler's nominator is its own thread's state,
+        # never handed over): an empty one says so, where a missing one would be warned about.
+        self.services.setdefault(NOMINATOR.name, Nominator())
         self.framework = Framework(profile, registry, _Handle(self, profile.scheduler_name))
         for n in nodes:
             self.snapshot.set_node(n)

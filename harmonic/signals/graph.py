@@ -86,6 +86,8 @@ class AffinityGraph:
         self._edges: dict[tuple[WorkloadKey, WorkloadKey], _Edge] = {}
         self._last: float | None = None
         self._view = GraphView(0)
+        #: Refreshes in a row that no source gave a signal.
+        self._silent = 0
 
     # ------------------------------------------------------------------ updates
     def observe(self, samples: Iterable[TrafficSample], now: float) -> None:
@@ -119,13 +121,24 @@ class AffinityGraph:
 
     def refresh(self, sources: Sequence[TelemetrySource], now: float) -> list[Reading]:
         """Read every source and blend what came back. A source with no signal leaves the graph as
-        it is (no decay from missing data), so an outage does not erase what was learned."""
+        it is (no decay from missing data), so an outage does not erase what was learned. One silent
+        refresh is logged at INFO (a mesh whose workloads have not called each other yet, as when the
+        scheduler starts with the application); silence that lasts, at WARNING. A failing source warns
+        on its own."""
         readings = [s.read() for s in sources]
         good = [r for r in readings if r.ok]
         if good:
+            self._silent = 0
             self.observe((x for r in good for x in r.samples), now)
         else:
-            log.warning("affinity graph: no source gave a signal; keeping version %d", self.version)
+            self._silent += 1
+            log.log(
+                logging.WARNING if self._silent > 1 else logging.INFO,
+                "affinity graph: no source gave a signal (%d refresh%s in a row); keeping version %d",
+                self._silent,
+                "es" if self._silent > 1 else "",
+                self.version,
+            )
         return readings
 
     def _publish(self) -> None:

@@ -65,6 +65,8 @@ PRESETS: dict[str, MeshQueries] = {
 }
 
 _UNKNOWN = {"", "unknown"}
+#: The reason of a read whose query matched no series.
+EMPTY = "empty result"
 
 
 @dataclass
@@ -91,6 +93,8 @@ class PrometheusSource:
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
         self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
+        #: Empty results in a row.
+        self._empty = 0
 
     def close(self) -> None:
         self._client.close()
@@ -113,9 +117,7 @@ class PrometheusSource:
                 byts = self._edges(raw_bytes, skipped)
         rates = self._edges(reqs, skipped)
         if not rates and not byts:
-            return self._fail(
-                "empty result" if not skipped else f"no usable series ({len(skipped)} skipped)", skipped
-            )
+            return self._fail(EMPTY if not skipped else f"no usable series ({len(skipped)} skipped)", skipped)
         samples = tuple(
             TrafficSample(src, dst, rates.get((src, dst), 0.0), byts.get((src, dst), 0.0))
             for src, dst in sorted(set(rates) | set(byts))
@@ -124,10 +126,14 @@ class PrometheusSource:
             TELEMETRY_SKIPPED_SERIES.labels(self.name).inc(len(skipped))
             log.warning("%s: skipped %d series, e.g. %s", self.name, len(skipped), skipped[0])
         TELEMETRY_UP.labels(self.name).set(1)
+        self._empty = 0
         return Reading(samples, True, "", tuple(skipped))
 
     def _fail(self, reason: str, skipped: list[str] | None = None) -> Reading:
-        count_no_signal(self.name, reason)
+        # An empty result is how a mesh answers before its workloads have called each other: the first
+        # one in a row is not worth a warning; more are (a query matching nothing, a mesh gone quiet).
+        self._empty = self._empty + 1 if reason == EMPTY else 0
+        count_no_signal(self.name, reason, logging.INFO if self._empty == 1 else logging.WARNING)
         return Reading((), False, reason, tuple(skipped or ()))
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
@@ -163,9 +169,9 @@ def prometheus_client(
     return httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=dict(headers), transport=transport)
 
 
-def count_no_signal(source: str, reason: str) -> None:
+def count_no_signal(source: str, reason: str, level: int = logging.WARNING) -> None:
     """Log and count a read of ``source`` that gave no signal."""
-    log.warning("%s: no signal: %s", source, reason)
+    log.log(level, "%s: no signal: %s", source, reason)
     TELEMETRY_UP.labels(source).set(0)
     TELEMETRY_FAILURES.labels(source, reason.split(":")[0][:40]).inc()
 

@@ -86,3 +86,38 @@ def test_unreachable_prometheus_is_no_signal_and_graph_keeps_its_edges(prometheu
     readings = graph.refresh([dead], now=30.0)
     assert not readings[0].ok and readings[0].reason.startswith("unreachable")
     assert graph.view is before
+
+
+def test_one_empty_result_is_news_a_lasting_one_is_a_warning(prometheus, caplog):
+    # a mesh whose workloads have not called each other yet answers with no series: the first read in
+    # a row logs at INFO, the next ones warn; a failure other than an empty result warns at once
+    from harmonic.signals.prometheus import PRESETS, MeshQueries
+
+    base = PRESETS["istio"]
+    empty = MeshQueries(
+        "sum(rate(no_such_metric_total[5s]))",
+        None,
+        base.src,
+        base.src_namespace,
+        base.dst,
+        base.dst_namespace,
+    )
+    quiet = PrometheusSource(prometheus, queries=empty, window="5s", name="quiet")
+    graph = AffinityGraph(half_life=60)
+
+    def levels(now: float) -> dict[str, int]:
+        caplog.clear()
+        with caplog.at_level("INFO", logger="harmonic.signals"):
+            graph.refresh([quiet], now=now)
+        return {r.getMessage().split(":")[0]: r.levelno for r in caplog.records}
+
+    assert levels(0.0) == {"quiet": 20, "affinity graph": 20}
+    assert levels(30.0) == {"quiet": 30, "affinity graph": 30}
+    # a signal ends the silence: the graph's next silent refresh is news again
+    graph.refresh([PrometheusSource(prometheus, mesh="istio", window="5s")], now=60.0)
+    assert levels(90.0) == {"quiet": 30, "affinity graph": 20}
+    broken = PrometheusSource("http://127.0.0.1:9", window="5s", timeout=0.5, name="broken")
+    caplog.clear()
+    with caplog.at_level("INFO", logger="harmonic.signals"):
+        assert not broken.read().ok
+    assert [r.levelno for r in caplog.records] == [30]
