@@ -36,9 +36,9 @@ from prometheus_client import Counter
 from harmonic.framework.services import ServiceKey, ViewSource
 from harmonic.signals.forecast import Forecast, holt_winters
 from harmonic.signals.identity import WorkloadKey
-from harmonic.signals.metrics import REGISTRY, TELEMETRY_FAILURES, TELEMETRY_UP
+from harmonic.signals.metrics import REGISTRY, TELEMETRY_UP
 from harmonic.signals.periodic import Periodic
-from harmonic.signals.prometheus import instant_query
+from harmonic.signals.prometheus import count_no_signal, instant_query
 
 log = logging.getLogger(__name__)
 #: The handle service of observed usage (``UsageModel``), read by the load-aware plugins.
@@ -148,6 +148,8 @@ class PrometheusUsageSource:
             headers=dict(self.headers),
             transport=self.transport,
         )
+        #: Reads in a row that found no node series.
+        self._empty = 0
 
     def close(self) -> None:
         self._client.close()
@@ -168,8 +170,14 @@ class PrometheusUsageSource:
     def read(self) -> UsageReading:
         node = (self.node_label,)
         cpu = self._by("node_cpu", node)
+        # No series yet is how Prometheus answers before its first scrapes of the node exporters (a
+        # simulation's first read): news once, a warning when it lasts.
+        self._empty = self._empty + 1 if cpu == {} else 0
         if isinstance(cpu, str) or not cpu:
-            return _fail(self.name, cpu if isinstance(cpu, str) else "no node_cpu_seconds_total series")
+            level = logging.INFO if self._empty == 1 else logging.WARNING
+            return _fail(
+                self.name, cpu if isinstance(cpu, str) else "no node_cpu_seconds_total series", level
+            )
         parts = {r: self._by(r, node) for r in ("node_cpu_std", "node_memory", "node_memory_std")}
         std, mem, mem_std = (p if isinstance(p, dict) else {} for p in parts.values())
         nodes = {
@@ -185,10 +193,8 @@ class PrometheusUsageSource:
         return UsageReading(nodes, pods)
 
 
-def _fail(name: str, reason: str) -> UsageReading:
-    log.warning("%s: no signal: %s", name, reason)
-    TELEMETRY_UP.labels(name).set(0)
-    TELEMETRY_FAILURES.labels(name, reason.split(":")[0][:40]).inc()
+def _fail(name: str, reason: str, level: int = logging.WARNING) -> UsageReading:
+    count_no_signal(name, reason, level)
     return UsageReading.no_signal(reason)
 
 

@@ -79,6 +79,25 @@ def test_prometheus_failures_are_no_signal(handler, reason):
     assert not r.ok and r.reason.startswith(reason)
 
 
+def test_no_node_series_once_is_news_and_a_warning_when_it_lasts(caplog):
+    # Prometheus answers with no series before its first scrapes of the node exporters
+    empty = PrometheusUsageSource("http://prom", transport=httpx.MockTransport(lambda req: _vector([])))
+    levels = []
+    for _ in range(3):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="harmonic.signals"):
+            assert not empty.read().ok
+        levels.append([r.levelno for r in caplog.records])
+    assert levels == [[20], [30], [30]]
+    broken = PrometheusUsageSource(
+        "http://prom", transport=httpx.MockTransport(lambda req: httpx.Response(500))
+    )
+    caplog.clear()
+    with caplog.at_level("INFO", logger="harmonic.signals"):
+        broken.read()
+    assert [r.levelno for r in caplog.records] == [30]
+
+
 class _Seq:
     """A source replaying readings (a test double of the source protocol, not of the model)."""
 
