@@ -384,11 +384,6 @@ class LiveScheduler:
     def _start_scheduling(self) -> None:
         if self._sched_thread is not None or self._stop.is_set():
             return
-        # Before the loop handles the first pod event: a replacement created meanwhile consumes its
-        # reservation when its (queued) add event is handled.
-        restore_reservations(
-            self.reservation_store, self.scheduler.reservations, self.informers["pods"].list()
-        )
         log.info("starting to schedule", extra={"identity": self.identity})
         self._sched_thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
         self._sched_thread.start()
@@ -397,6 +392,11 @@ class LiveScheduler:
         refresher = threading.Thread(target=self._refresh_pending, name="pending-gauge", daemon=True)
         refresher.start()
         try:
+            # Here rather than on the elector's thread (its renewals must not wait on these reads), and
+            # before the loop handles the first pod event: a replacement created meanwhile consumes its
+            # reservation when its queued add event is handled.
+            pods = self.informers["pods"].list()
+            restore_reservations(self.reservation_store, self.scheduler.reservations, pods)
             self.scheduler.run(self._sched_stop)
         except Exception:
             log.exception("scheduling loop crashed")
