@@ -18,11 +18,10 @@
 fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
 ``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
 namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
-``Scheduler`` with a thread-pool binder; leader election
-from the configuration's ``leaderElection``; moved pods' reservations kept in a ConfigMap beside the
-lease and restored when leadership starts (``reservation_store``); metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or
-until leadership is lost, and returns the process exit code (1 when the lease was lost, as
-kube-scheduler exits then).
+``Scheduler`` with a thread-pool binder; leader election from the configuration's ``leaderElection``;
+moved pods' reservations kept in a ConfigMap beside the lease and restored when leadership starts
+(``reservation_store``); metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or until leadership is
+lost, and returns the process exit code (1 when the lease was lost, as kube-scheduler exits then).
 """
 
 from __future__ import annotations
