@@ -18,10 +18,10 @@
 fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
 ``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
 namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
-``Scheduler`` with a thread-pool binder; leader election
-from the configuration's ``leaderElection``; metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or
-until leadership is lost, and returns the process exit code (1 when the lease was lost, as
-kube-scheduler exits then).
+``Scheduler`` with a thread-pool binder; leader election from the configuration's ``leaderElection``;
+moved pods' reservations kept in a ConfigMap beside the lease and restored when leadership starts
+(``reservation_store``); metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or until leadership is
+lost, and returns the process exit code (1 when the lease was lost, as kube-scheduler exits then).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from harmonic.cluster.events import EventRecorder, truncate_note
 from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods
 from harmonic.cluster.leader import LeaderElector, default_identity
 from harmonic.cluster.podgroups import PodGroupStatusWriter
+from harmonic.cluster.reservation_store import ConfigMapStore, configmap_name
+from harmonic.cluster.reservation_store import restore as restore_reservations
 from harmonic.cluster.services import LiveServices, uses_batch_plugins
 from harmonic.cluster.transport import (
     STRATEGIC_MERGE_PATCH,
@@ -274,6 +276,11 @@ class LiveScheduler:
         )
         self.informers["nodes"].add_handler(self.scheduler.on_node)
         self.informers["pods"].add_handler(self.scheduler.on_pod)
+        #: Moved pods' reservations, kept beside the lease (``reservation_store``).
+        self.reservation_store = ConfigMapStore(
+            transport, le.resource_namespace, configmap_name(le.resource_name), self._fence
+        )
+        self.scheduler.reservations.store = self.reservation_store
         #: PodGroup status, written as scheduler-plugins' controller does (profiles with Coscheduling).
         self.pod_group_status: PodGroupStatusWriter | None = None
         if batch:
@@ -332,6 +339,7 @@ class LiveScheduler:
         """Sync the informers, campaign for the lease (if enabled), schedule while leading; returns
         the exit code once stopped (0) or once leadership was lost (1)."""
         self.events.start()
+        self.reservation_store.start()
         self.status.start()
         if self.pod_group_status is not None:
             self.pod_group_status.start()
@@ -383,6 +391,11 @@ class LiveScheduler:
         refresher = threading.Thread(target=self._refresh_pending, name="pending-gauge", daemon=True)
         refresher.start()
         try:
+            # Here rather than on the elector's thread (its renewals must not wait on these reads), and
+            # before the loop handles the first pod event: a replacement created meanwhile consumes its
+            # reservation when its queued add event is handled.
+            pods = self.informers["pods"].list()
+            restore_reservations(self.reservation_store, self.scheduler.reservations, pods)
             self.scheduler.run(self._sched_stop)
         except Exception:
             log.exception("scheduling loop crashed")
@@ -404,6 +417,7 @@ class LiveScheduler:
         # Stop scheduling; Scheduler.run finishes the in-flight bindings before returning.
         self._sched_stop.set()
         _join(self._sched_thread, "the scheduling loop")
+        self.reservation_store.stop()  # its last write, while the lease is still held
         self._elector_stop.set()  # releases the lease if still held
         _join(self._elector_thread, "leader election")
         for inf in self.informers.values():

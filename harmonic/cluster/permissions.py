@@ -53,7 +53,7 @@ _BATCH_OBJECTS = Permission(
 
 
 def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
-    """``harmonic run``: informers, binding, status, events, eviction, leader election."""
+    """``harmonic run``: informers, binding, status, events, eviction, leader election, reservations."""
     return (
         Permission("", ("nodes",), READ, "node informer"),
         Permission("", ("pods",), READ, "pod informer: assigned pods feed the cache, pending ones the queue"),
@@ -73,6 +73,29 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         Permission("", ("events",), ("create", "patch", "update"), "Scheduled / FailedScheduling events"),
         Permission("events.k8s.io", ("events",), ("create", "patch", "update"), "the same, events.k8s.io/v1"),
         *leader_election_permissions(lease_name),
+        *reservation_permissions(lease_name),
+    )
+
+
+def reservation_permissions(lease_name: str) -> tuple[Permission, ...]:
+    """Moved pods' reservations, kept in the ConfigMap ``<lease>-reservations`` beside the lease
+    (``cluster.reservation_store``): create it, then read and rewrite only that one."""
+    return (
+        Permission(
+            "",
+            ("configmaps",),
+            ("create",),
+            "moved pods' reservations: create their ConfigMap (RBAC cannot restrict create by name)",
+            namespaced=True,
+        ),
+        Permission(
+            "",
+            ("configmaps",),
+            ("get", "update", "patch"),
+            "moved pods' reservations: restore and rewrite their own ConfigMap only",
+            namespaced=True,
+            names=(f"{lease_name}-reservations",),
+        ),
     )
 
 

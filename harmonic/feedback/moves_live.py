@@ -23,7 +23,9 @@ Before each eviction the node the what-if placed the replacement on is reserved 
 scheduler handles is nominated to it as preemption nominates, and falls back to normal scheduling
 when the node no longer fits. A failed eviction cancels the reservation. Its outcome (landed, fell
 back, expired, cancelled) lands in the decision log and in ``harmonic_feedback_reservations_total``.
-Without a scheduler's reservations (``build`` alone) the replacement is not reserved.
+The reservation is written to the scheduler's store (``harmonic run``: a ConfigMap beside its lease,
+``harmonic.cluster.reservation_store``) before the eviction, so a restart or a new leader still
+honours it. Without a scheduler's reservations (``build`` alone) the replacement is not reserved.
 
 Every ask, outcome and replacement lands in the decision log (``harmonic model --explain``) and in
 ``harmonic_feedback_moves_total{outcome}``.
@@ -66,6 +68,9 @@ if TYPE_CHECKING:
     from harmonic.cluster.leader import LeaderElector
 
 log = logging.getLogger(__name__)
+
+#: How long a move waits for its reservation to be written (``reservation_store``) before evicting.
+RESERVATION_FLUSH_SECONDS = 5.0
 
 #: (workload, ask) pairs, the unit the loop hands on.
 Asks = list[tuple[str, MoveAsk]]
@@ -340,9 +345,12 @@ class LiveMoves:
         known = frozenset(
             p.uid for p in state.pods if p.controller is not None and p.controller.uid == owner.uid
         )
-        return self.reservations.reserve(
+        held = self.reservations.reserve(
             owner.uid, e.to, self.args.reservation_seconds, e.pod.key, known, tag=workload
         )
+        # Kept beyond this process before the pod goes (a failed write only loses that safety).
+        self.reservations.flush(RESERVATION_FLUSH_SECONDS)
+        return held
 
     def _reservation_ended(self, r: Reservation, outcome: str, pod: str, node: str) -> None:
         """The scheduler's word on a reservation (from its thread: the log and the counter are safe)."""

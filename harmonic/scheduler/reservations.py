@@ -18,14 +18,24 @@ to the reserved node), ``fell_back`` (bound elsewhere, or deleted before it was 
 The mover reserves from its own thread and the scheduler consumes on its own: the tables are guarded by
 a lock, and outcomes are reported outside it. The scheduler's hot path reads ``open`` (a dict) for
 truthiness and looks one owner up per new pending pod; nothing per node.
+
+The open reservations outlive the process through a ``ReservationStore``: every change (reserve,
+take, cancel, expiry) tells the store the table changed, and the store reads the table (``saved()``:
+expiries as wall-clock times) when it writes. A store must not block the caller: the scheduler's
+thread is one of them. ``restore`` puts a store's entries back, with the time they had left, leaving
+out the expired ones and those a placed pod of the owner already consumed. The default store is
+``MemoryStore``: nothing outlives the process (the simulator, the extender, tests); ``harmonic run``
+keeps them in a ConfigMap (``harmonic.cluster.reservation_store``).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from harmonic.api.pod import Pod
 
@@ -59,9 +69,49 @@ def _ignore(r: Reservation, outcome: str, pod: str, node: str) -> None:
     return None
 
 
+#: The open reservations as a store keeps them: ``expires`` in wall-clock seconds since the epoch.
+Table = Callable[[], list[Reservation]]
+
+
+class ReservationStore(Protocol):
+    """Where the open reservations are kept beyond the process."""
+
+    def changed(self, table: Table) -> None:
+        """The table changed; ``table()`` gives it when the store writes. Must not block."""
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (at most ``timeout``) until the changes so far were written, or tried; False if not."""
+        ...
+
+
+class MemoryStore:
+    """Nothing outlives the process: ``load`` gives the last table it was told of, read now."""
+
+    def __init__(self) -> None:
+        self._table: Table | None = None
+
+    def changed(self, table: Table) -> None:
+        self._table = table
+
+    def flush(self, timeout: float) -> bool:
+        return True
+
+    def load(self) -> list[Reservation]:
+        return self._table() if self._table is not None else []
+
+
 class Reservations:
-    def __init__(self, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        now: Callable[[], float],
+        *,
+        wall: Callable[[], float] = time.time,
+        store: ReservationStore | None = None,
+    ) -> None:
         self.now = now
+        #: Wall-clock seconds since the epoch: the store's expiries are on it (``now`` is monotonic).
+        self.wall = wall
+        self.store: ReservationStore = store or MemoryStore()
         self.on_outcome: OnOutcome = _ignore
         self._lock = threading.Lock()
         #: owner uid -> its reservations not consumed yet, oldest first (two pods of one owner moved in
@@ -85,6 +135,7 @@ class Reservations:
         with self._lock:
             self.open.setdefault(owner, []).append(r)
             self._next_expiry = min(self._next_expiry, r.expires)
+        self.store.changed(self.saved)
         return r
 
     def cancel(self, r: Reservation) -> bool:
@@ -97,6 +148,7 @@ class Reservations:
             del held[at]
             if not held:
                 del self.open[r.owner]
+        self.store.changed(self.saved)
         self.on_outcome(r, CANCELLED, "", "")
         return True
 
@@ -120,6 +172,8 @@ class Reservations:
                 self.taken[pod.uid] = got
             if not held:
                 del self.open[owner.uid]
+        if got is not None or expired:
+            self.store.changed(self.saved)
         for r in expired:
             self.on_outcome(r, EXPIRED, "", "")
         return got
@@ -141,6 +195,8 @@ class Reservations:
                 else:
                     del self.open[owner]
             self._next_expiry = nxt
+        if expired:
+            self.store.changed(self.saved)
         for r in expired:
             self.on_outcome(r, EXPIRED, "", "")
 
@@ -157,3 +213,44 @@ class Reservations:
             r = self.taken.pop(uid, None)
         if r is not None:
             self.on_outcome(r, FELL_BACK, key, "")
+
+    # ------------------------------------------------------------------ beyond the process
+    def saved(self) -> list[Reservation]:
+        """The open reservations, oldest first per owner, with ``expires`` on the wall clock."""
+        with self._lock:
+            offset = self.wall() - self.now()
+            return [replace(r, expires=r.expires + offset) for held in self.open.values() for r in held]
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (at most ``timeout``) until the store wrote the changes so far, or tried to."""
+        return self.store.flush(timeout)
+
+    def restore(
+        self, saved: Iterable[Reservation], placed: Mapping[str, Collection[str]]
+    ) -> list[Reservation]:
+        """Put back ``saved`` reservations (``expires`` on the wall clock) with the time they had left.
+        Left out: the expired ones, and per owner as many as it has pods not ``known`` to them that are
+        already bound or nominated (``placed``: owner uid -> such pods' uids; each consumed one, the
+        oldest first). Returns those put back, on this table's clock."""
+        wall, now = self.wall(), self.now()
+        used: dict[str, set[str]] = {}
+        back: list[Reservation] = []
+        for r in sorted(saved, key=lambda x: x.expires):
+            left = r.expires - wall
+            if left <= 0:
+                continue
+            taken = used.setdefault(r.owner, set())
+            skip = r.known | taken
+            consumer = next((u for u in sorted(placed.get(r.owner, ())) if u not in skip), None)
+            if consumer is not None:
+                taken.add(consumer)
+                continue
+            back.append(replace(r, expires=now + left))
+        with self._lock:
+            for r in back:
+                self.open.setdefault(r.owner, []).append(r)
+                self._next_expiry = min(self._next_expiry, r.expires)
+            for held in self.open.values():
+                held.sort(key=lambda x: x.expires)
+        self.store.changed(self.saved)
+        return back

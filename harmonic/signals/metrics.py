@@ -64,6 +64,13 @@ FEEDBACK_RESERVATIONS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+FEEDBACK_RESERVATION_STORE = Counter(
+    "harmonic_feedback_reservation_store",
+    "Reads (op=load) and writes (op=write) of the ConfigMap keeping the open reservations, by result: ok, "
+    "conflict (409, retried), failed, not_leader (write held back), skipped (a malformed entry).",
+    ["op", "result"],
+    registry=REGISTRY,
+)
 
 
 def exposition() -> bytes:

@@ -4,7 +4,7 @@ No kube-apiserver can run in tests, and the available emulators lack resourceVer
 subresources, so this is a small, faithful stand-in for the calls a scheduler makes:
 
 - **Objects**: pods, nodes, namespaces (``default``, ``kube-system``, ``kube-public`` and
-  ``kube-node-lease`` exist from the start), poddisruptionbudgets (policy/v1), secrets, leases
+  ``kube-node-lease`` exist from the start), poddisruptionbudgets (policy/v1), secrets, configmaps, leases
   (coordination.k8s.io/v1), Events (core/v1 and events.k8s.io/v1), services and
   replicationcontrollers (core/v1), replicasets and statefulsets (apps/v1), podgroups and
   elasticquotas (scheduling.x-k8s.io/v1alpha1, scheduler-plugins' CRDs), all with the same lists,
@@ -27,7 +27,8 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   (Kubernetes 1.33's in-place resize with the kubelet's ``PodResizePending`` answer:
   ``harmonic.testing.resize``), ``status`` on every
   object (PUT, or PATCH with merge or strategic-merge patches: ``conditions`` merge on ``type``).
-- **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases).
+- **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases,
+  the reservations' ConfigMap); POST of a name that exists is 409 AlreadyExists.
 - **Faults** (for tests): ``inject`` an HTTP status or a delay for requests matching method, path
   regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream, without the final chunk);
   ``expire_history`` (reconnecting watches get 410).
@@ -111,6 +112,7 @@ RESOURCE_TYPES = (
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("", "v1", "services", "Service", True),
     ResourceType("", "v1", "secrets", "Secret", True),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True),
     ResourceType("", "v1", "replicationcontrollers", "ReplicationController", True),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),

@@ -5,6 +5,7 @@ field."""
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -133,3 +134,50 @@ def test_bad_move_args_name_the_file_and_field(api: ApiServerDouble, tmp_path: P
     alone = harmonic_run(config, "a", 0, "--feedback-moves")
     _, err = alone.communicate(timeout=60)
     assert alone.returncode == 1 and "--feedback-moves needs reports" in err
+
+
+def test_a_reservation_outlives_the_process_that_made_it(api: ApiServerDouble, tmp_path: Path):
+    """The first ``harmonic run`` moves api-0 (reserving n1) and is killed before the controller creates
+    the replacement; a second one, started afterwards without any feedback option, takes the lease,
+    restores the reservation from the ConfigMap and places the replacement on n1 though n2 scores
+    higher."""
+    args = _outgrowing(api, tmp_path)
+    config = run_config(api, tmp_path, DISSONANCE)
+    port = _free_port()
+    first = harmonic_run(config, "a", port, *args, "--feedback-moves")
+    url = f"http://127.0.0.1:{port}"
+
+    def moved() -> bool:
+        report = {"namespace": "default", "pod": "api-0", "metric": "latency", "value": 5.0}
+        httpx.post(f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5)
+        return api.get("pods", "api-0", "default") is None
+
+    try:
+        _wait_serving(url)
+        wait_until(moved, timeout=60, what="api-0 moved")
+        kept = api.get("configmaps", "harmonic-reservations", "kube-system")
+        assert kept is not None and [json.loads(v)["node"] for v in kept["data"].values()] == ["n1"]
+    finally:
+        first.kill()  # no SIGTERM: nothing is released or written on the way out
+        first.communicate(timeout=20)
+    second = harmonic_run(config, "b", 0)
+    try:
+        api.create("nodes", node("n2").cap(cpu="64", memory="256Gi", pods=110).obj())
+        placed = {}
+        for name in ("probe-0", "api-1"):
+            obj = _service_pod(name, "6", {})
+            obj["spec"]["schedulerName"] = "harmonic"
+            del obj["spec"]["nodeName"], obj["status"]
+            api.create("pods", obj)
+            placed[name] = wait_until(lambda n=name: _node_of(api, n), timeout=30, what=f"{name} bound")
+        wait_until(
+            lambda: not (api.get("configmaps", "harmonic-reservations", "kube-system") or {}).get("data"),
+            what="the consumed reservation written away",
+        )
+        second.send_signal(signal.SIGTERM)
+        _, err = second.communicate(timeout=20)
+    finally:
+        second.kill()
+    assert placed == {"probe-0": "n2", "api-1": "n1"}
+    assert "reservations: 1 of 1 restored from configmap kube-system/harmonic-reservations" in err
+    assert second.returncode == 0

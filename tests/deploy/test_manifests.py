@@ -249,6 +249,7 @@ def test_rbac_allows_the_calls_each_mode_makes(rendered, recorded_calls):
             ("create", "events"),
             ("create", "leases"),
             ("update", "leases"),
+            ("get", "configmaps"),  # the moved pods' reservations, read back at the start of leadership
         }
     assert made >= expected, expected - made
     # Least privilege: what neither mode does stays forbidden.
@@ -260,6 +261,16 @@ def test_rbac_allows_the_calls_each_mode_makes(rendered, recorded_calls):
         a = request_attributes(method, url)
         assert a is not None
         assert not allows(cluster_rules, a.verb, a.group, a.resource, a.name), (method, url)
+    # The Role writes the reservations' ConfigMap only, never the scheduler's own configuration.
+    own = request_attributes("PUT", "/api/v1/namespaces/harmonic-system/configmaps/harmonic-scheduler-config")
+    assert own is not None and not allows(
+        cluster_rules + ns_rules, own.verb, own.group, own.resource, own.name
+    )
+    if mode == "scheduler":
+        ours = "harmonic-scheduler-reservations"
+        assert allows(ns_rules, "update", "", "configmaps", ours) and allows(
+            ns_rules, "create", "", "configmaps"
+        )
 
 
 def test_request_attributes_resolve_like_the_api_server():

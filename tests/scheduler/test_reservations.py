@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from harmonic.api.pod import Pod, parse_pod
 from harmonic.framework.cycle_state import CycleState
-from harmonic.scheduler.reservations import Reservation, Reservations
+from harmonic.scheduler.reservations import MemoryStore, Reservation, Reservations
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness
 
@@ -218,3 +218,58 @@ def test_each_reservation_is_consumed_by_at_most_one_pod_and_ends_in_one_outcome
     assert sorted(outcomes) == sorted(id(r) for r in made)
     assert all(len(v) == 1 for v in outcomes.values())
     assert not rs.open and not rs.taken
+
+
+# ---------------------------------------------------------------------- restored from a store
+WALL = 1_800_000_000.0
+
+
+def _kept(node_name: str = "b", left: float = 30.0, known: frozenset[str] = frozenset()) -> Reservation:
+    """An entry as a store keeps it: ``expires`` on the wall clock (``WALL`` is now)."""
+    return Reservation(OWNER, node_name, WALL + left, "default/web-1", known, "default/web")
+
+
+@pytest.mark.parametrize(
+    ("case", "saved", "placed", "restored"),
+    [
+        ("a live entry comes back with the time it had left", [_kept(left=30)], {}, [("b", 30.0)]),
+        ("an expired one does not", [_kept(left=-1), _kept(left=0)], {}, []),
+        ("one a bound or nominated replacement consumed does not", [_kept()], {OWNER: {"uid-web-3"}}, []),
+        ("a placed pod the owner already had consumed nothing", [_kept(known=frozenset({"uid-web-2"}))],
+         {OWNER: {"uid-web-2"}}, [("b", 30.0)]),
+        ("one placed replacement consumes one of two, the oldest", [_kept("b", 20), _kept("a", 10)],
+         {OWNER: {"uid-web-3"}}, [("b", 20.0)]),
+        ("another owner's placed pod consumes nothing", [_kept()], {"db-rs-uid": {"uid-db-1"}}, [("b", 30.0)]),
+    ],
+)  # fmt: skip
+def test_restore_puts_back_the_live_unconsumed_entries_with_their_time_left(case, saved, placed, restored):
+    clock = _Clock()
+    clock.t = 500.0
+    rs = Reservations(clock, wall=lambda: WALL)
+    back = rs.restore(saved, placed)
+    assert [(r.node, r.expires - clock.t) for r in back] == restored, case
+    assert [(r.node, r.expires - clock.t) for held in rs.open.values() for r in held] == restored, case
+    assert [(r.node, r.expires - WALL) for r in rs.saved()] == restored, case
+
+
+def test_a_restored_reservation_is_honoured_by_the_next_replacement():
+    h, seen = _cluster()
+    h.scheduler.reservations.wall = lambda: WALL
+    h.scheduler.reservations.restore([_kept("b", 60)], {})
+    h.add_pods([_replica("web-3")])
+    h.schedule()
+    assert h.placement() == {"default/web-3": "b"} and seen == [("landed", "default/web-3", "b")]
+    assert _nominated(h, "web-3") == "b"
+    assert h.scheduler.reservations.saved() == []
+
+
+def test_the_default_store_keeps_nothing_beyond_the_table():
+    clock = _Clock()
+    rs = Reservations(clock, wall=lambda: WALL + clock.t)
+    assert isinstance(rs.store, MemoryStore) and rs.store.load() == [] and rs.flush(0)
+    r = rs.reserve(OWNER, "b", 60, "default/web-1")
+    clock.t += 10
+    (kept,) = rs.store.load()
+    assert kept == Reservation(OWNER, "b", WALL + 60, "default/web-1")  # on the wall clock
+    rs.cancel(r)
+    assert rs.store.load() == []
