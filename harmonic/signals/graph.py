@@ -24,7 +24,7 @@ import numpy as np
 from harmonic.framework.services import ServiceKey, ViewSource
 from harmonic.signals.identity import WORKLOAD_IDS, WorkloadKey
 from harmonic.signals.metrics import GRAPH_EDGES, GRAPH_VERSION
-from harmonic.signals.telemetry import Reading, TelemetrySource, TrafficSample
+from harmonic.signals.telemetry import Reading, TelemetrySource, TrafficSample, no_signal_level
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +121,10 @@ class AffinityGraph:
 
     def refresh(self, sources: Sequence[TelemetrySource], now: float) -> list[Reading]:
         """Read every source and blend what came back. A source with no signal leaves the graph as
-        it is (no decay from missing data), so an outage does not erase what was learned. One silent
-        refresh is logged at INFO (a mesh whose workloads have not called each other yet, as when the
-        scheduler starts with the application); silence that lasts, at WARNING. A failing source warns
-        on its own."""
+        it is (no decay from missing data), so an outage does not erase what was learned. Silence is
+        logged as an empty result is (``no_signal_level``): news the first time, as when the scheduler
+        starts with the application before its workloads called each other, then a warning that
+        grows rarer; a failing source warns on its own."""
         readings = [s.read() for s in sources]
         good = [r for r in readings if r.ok]
         if good:
@@ -132,11 +132,11 @@ class AffinityGraph:
             self.observe((x for r in good for x in r.samples), now)
         else:
             self._silent += 1
+            again = f" ({self._silent} refreshes in a row)" if self._silent > 1 else ""
             log.log(
-                logging.WARNING if self._silent > 1 else logging.INFO,
-                "affinity graph: no source gave a signal (%d refresh%s in a row); keeping version %d",
-                self._silent,
-                "es" if self._silent > 1 else "",
+                no_signal_level(self._silent, empty=True),
+                "affinity graph: no source gave a signal%s; keeping version %d",
+                again,
                 self.version,
             )
         return readings

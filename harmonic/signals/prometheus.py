@@ -25,7 +25,7 @@ import httpx
 
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.metrics import TELEMETRY_FAILURES, TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
-from harmonic.signals.telemetry import Reading, TrafficSample
+from harmonic.signals.telemetry import EMPTY, Reading, TrafficSample, no_signal_level
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,6 @@ PRESETS: dict[str, MeshQueries] = {
 }
 
 _UNKNOWN = {"", "unknown"}
-#: The reason of a read whose query matched no series.
-EMPTY = "empty result"
 
 
 @dataclass
@@ -93,8 +91,8 @@ class PrometheusSource:
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
         self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
-        #: Empty results in a row.
-        self._empty = 0
+        #: Reads in a row that gave no signal.
+        self._silent = 0
 
     def close(self) -> None:
         self._client.close()
@@ -126,14 +124,12 @@ class PrometheusSource:
             TELEMETRY_SKIPPED_SERIES.labels(self.name).inc(len(skipped))
             log.warning("%s: skipped %d series, e.g. %s", self.name, len(skipped), skipped[0])
         TELEMETRY_UP.labels(self.name).set(1)
-        self._empty = 0
+        self._silent = 0
         return Reading(samples, True, "", tuple(skipped))
 
     def _fail(self, reason: str, skipped: list[str] | None = None) -> Reading:
-        # An empty result is how a mesh answers before its workloads have called each other: the first
-        # one in a row is not worth a warning; more are (a query matching nothing, a mesh gone quiet).
-        self._empty = self._empty + 1 if reason == EMPTY else 0
-        count_no_signal(self.name, reason, logging.INFO if self._empty == 1 else logging.WARNING)
+        self._silent += 1
+        count_no_signal(self.name, reason, self._silent, empty=reason == EMPTY)
         return Reading((), False, reason, tuple(skipped or ()))
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
@@ -169,9 +165,11 @@ def prometheus_client(
     return httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=dict(headers), transport=transport)
 
 
-def count_no_signal(source: str, reason: str, level: int = logging.WARNING) -> None:
-    """Log and count a read of ``source`` that gave no signal."""
-    log.log(level, "%s: no signal: %s", source, reason)
+def count_no_signal(source: str, reason: str, streak: int = 1, *, empty: bool = False) -> None:
+    """Log and count the ``streak``-th read of ``source`` in a row that gave no signal (``empty``: its
+    query matched no series)."""
+    again = f" ({streak} reads in a row)" if streak > 1 else ""
+    log.log(no_signal_level(streak, empty), "%s: no signal: %s%s", source, reason, again)
     TELEMETRY_UP.labels(source).set(0)
     TELEMETRY_FAILURES.labels(source, reason.split(":")[0][:40]).inc()
 

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from harmonic.signals.identity import WorkloadKey
+
+#: The reason of a read whose query matched no series.
+EMPTY = "empty result"
+
+
+def no_signal_level(streak: int, empty: bool) -> int:
+    """How loudly to log the ``streak``-th read in a row without a signal (``empty``: the query ran and
+    matched nothing). An empty result is how a
+    mesh or a fresh Prometheus answers before anything was scraped, so the first one is news (INFO)
+    where any other failure warns at once; a lasting one warns at the 2nd, 4th, 8th... read in a row and
+    is DEBUG between them, so a source that stays silent for hours does not flood the log (each read
+    is still counted in ``harmonic_telemetry_failures_total``)."""
+    if streak & (streak - 1):
+        return logging.DEBUG
+    return logging.INFO if streak == 1 and empty else logging.WARNING
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,8 +148,8 @@ class PrometheusUsageSource:
             headers=dict(self.headers),
             transport=self.transport,
         )
-        #: Reads in a row that found no node series.
-        self._empty = 0
+        #: Reads in a row that gave no signal.
+        self._silent = 0
 
     def close(self) -> None:
         self._client.close()
@@ -170,14 +170,13 @@ class PrometheusUsageSource:
     def read(self) -> UsageReading:
         node = (self.node_label,)
         cpu = self._by("node_cpu", node)
-        # No series yet is how Prometheus answers before its first scrapes of the node exporters (a
-        # simulation's first read): news once, a warning when it lasts.
-        self._empty = self._empty + 1 if cpu == {} else 0
         if isinstance(cpu, str) or not cpu:
-            level = logging.INFO if self._empty == 1 else logging.WARNING
-            return _fail(
-                self.name, cpu if isinstance(cpu, str) else "no node_cpu_seconds_total series", level
-            )
+            self._silent += 1
+            # No series is how Prometheus answers before its first scrapes of the node exporters.
+            empty = not isinstance(cpu, str)
+            reason = "no node_cpu_seconds_total series" if empty else str(cpu)
+            return _fail(self.name, reason, self._silent, empty=empty)
+        self._silent = 0
         parts = {r: self._by(r, node) for r in ("node_cpu_std", "node_memory", "node_memory_std")}
         std, mem, mem_std = (p if isinstance(p, dict) else {} for p in parts.values())
         nodes = {
@@ -193,8 +192,8 @@ class PrometheusUsageSource:
         return UsageReading(nodes, pods)
 
 
-def _fail(name: str, reason: str, level: int = logging.WARNING) -> UsageReading:
-    count_no_signal(name, reason, level)
+def _fail(name: str, reason: str, streak: int = 1, *, empty: bool = False) -> UsageReading:
+    count_no_signal(name, reason, streak, empty=empty)
     return UsageReading.no_signal(reason)
 
 

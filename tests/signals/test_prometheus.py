@@ -88,9 +88,10 @@ def test_unreachable_prometheus_is_no_signal_and_graph_keeps_its_edges(prometheu
     assert graph.view is before
 
 
-def test_one_empty_result_is_news_a_lasting_one_is_a_warning(prometheus, caplog):
+def test_one_empty_result_is_news_a_lasting_one_warns_ever_more_rarely(prometheus, caplog):
     # a mesh whose workloads have not called each other yet answers with no series: the first read in
-    # a row logs at INFO, the next ones warn; a failure other than an empty result warns at once
+    # a row logs at INFO, the 2nd, 4th, 8th... warn and the ones between are DEBUG; a failure other
+    # than an empty result warns at once
     from harmonic.signals.prometheus import PRESETS, MeshQueries
 
     base = PRESETS["istio"]
@@ -107,17 +108,18 @@ def test_one_empty_result_is_news_a_lasting_one_is_a_warning(prometheus, caplog)
 
     def levels(now: float) -> dict[str, int]:
         caplog.clear()
-        with caplog.at_level("INFO", logger="harmonic.signals"):
+        with caplog.at_level("DEBUG", logger="harmonic.signals"):
             graph.refresh([quiet], now=now)
         return {r.getMessage().split(":")[0]: r.levelno for r in caplog.records}
 
-    assert levels(0.0) == {"quiet": 20, "affinity graph": 20}
-    assert levels(30.0) == {"quiet": 30, "affinity graph": 30}
+    info, warning, debug = 20, 30, 10
+    seen = [levels(30.0 * i) for i in range(5)]
+    assert seen == [{"quiet": lvl, "affinity graph": lvl} for lvl in (info, warning, debug, warning, debug)]
     # a signal ends the silence: the graph's next silent refresh is news again
-    graph.refresh([PrometheusSource(prometheus, mesh="istio", window="5s")], now=60.0)
-    assert levels(90.0) == {"quiet": 30, "affinity graph": 20}
+    graph.refresh([PrometheusSource(prometheus, mesh="istio", window="5s")], now=200.0)
+    assert levels(230.0) == {"quiet": debug, "affinity graph": info}
     broken = PrometheusSource("http://127.0.0.1:9", window="5s", timeout=0.5, name="broken")
     caplog.clear()
     with caplog.at_level("INFO", logger="harmonic.signals"):
         assert not broken.read().ok
-    assert [r.levelno for r in caplog.records] == [30]
+    assert [r.levelno for r in caplog.records] == [warning]
