@@ -4,10 +4,12 @@
     python benchmarks/harmony_claims.py --scenario examples/scenarios/sockshop-two-zones-idle.yaml
     python benchmarks/harmony_claims.py --all --seeds 1-10 --jobs 2 --out /tmp/claims
     python benchmarks/harmony_claims.py --all --routing preferZone     # every application zone-routed
+    python benchmarks/harmony_claims.py --config examples/harmony-ablation.yaml --profile dissonance-only
 
 Runs `harmonic simulate SCENARIO --seeds ...` with kube-scheduler's default profile and the bundled
-`harmonic` profile (both in harmonic/data/profiles/harmonic.yaml), then checks each goal on the 95%
-confidence interval of the per-seed paired figure (harmonic against default on the same seed):
+`harmonic` profile (both in harmonic/data/profiles/harmonic.yaml; or another profile, `--profile` from
+`--config`), then checks each goal on the 95% confidence interval of the per-seed paired figure
+(harmonic against default on the same seed):
 
     zone / node failure survivable share      harmonic - default >= 0
     pods completed, cpu_seconds_completed      harmonic / default >= 0.98
@@ -158,10 +160,11 @@ CONTEXT: tuple[tuple[str, Callable[[Metrics, Metrics], float | None]], ...] = (
 )
 
 
-def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
-    runs = [r["profiles"] for r in doc["runs"].values() if BASE in r["profiles"] and MINE in r["profiles"]]
+def judge(doc: Mapping[str, Any], mine: str = MINE) -> dict[str, Any]:
+    """The goals for profile ``mine`` against the default profile in a sweep document."""
+    runs = [r["profiles"] for r in doc["runs"].values() if BASE in r["profiles"] and mine in r["profiles"]]
     if not runs:
-        raise SystemExit(f"{doc['scenario']['source']}: no seed ran both {BASE} and {MINE}")
+        raise SystemExit(f"{doc['scenario']['source']}: no seed ran both {BASE} and {mine}")
     first = runs[0][BASE]
     apps = sorted(first["user_request_latency_ms"])
     variants = sorted(first.get("truth_perturbed") or {})
@@ -169,7 +172,7 @@ def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
     zone_routing = routings == ["preferZone"]
     rows = []
     for g in goals(apps, variants):
-        values = [v for r in runs if (v := g.figure(r[MINE], r[BASE])) is not None]
+        values = [v for r in runs if (v := g.figure(r[mine], r[BASE])) is not None]
         row: dict[str, Any] = {"goal": g.name, "relation": g.relation, "bound": g.bound, "n": len(values)}
         if not values:
             row.update(mean=None, ci95=None, holds=None)
@@ -185,7 +188,7 @@ def judge(doc: Mapping[str, Any]) -> dict[str, Any]:
         rows.append(row)
     context = []
     for name, figure in CONTEXT:
-        values = [v for r in runs if (v := figure(r[MINE], r[BASE])) is not None]
+        values = [v for r in runs if (v := figure(r[mine], r[BASE])) is not None]
         spread = interval(values) if values else None
         context.append(
             {
@@ -262,6 +265,12 @@ def main() -> int:
         choices=("random", "preferZone", "preferNode"),
         help="run every application under this routing instead of the scenario's",
     )
+    ap.add_argument(
+        "--config",
+        help="a KubeSchedulerConfiguration holding the profile to judge (default: the bundled profiles); "
+        "the default profile is taken from the bundled file when this one has none",
+    )
+    ap.add_argument("--profile", default=MINE, help=f"the profile to judge (default: {MINE})")
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", help="write sweep.json per scenario and claims.json here")
@@ -282,17 +291,21 @@ def main() -> int:
         scenarios = [None]
     if args.from_sweep:
         for path in args.from_sweep:
-            result = judge(json.loads(Path(path).read_text()))
+            result = judge(json.loads(Path(path).read_text()), args.profile)
             print(markdown_claims(result) if args.markdown else "", end="\n" if args.markdown else "")
             if not args.markdown:
                 print_claims(result)
         return 0
     seeds = parse_seeds(args.seeds)
     registry = default_registry()
+    configs = [PROFILES] if args.config is None else [PROFILES, Path(args.config)]
     results = []
     for sc in scenarios:
         t0 = time.perf_counter()
-        plans, runs = prepare_sweep(sc, [PROFILES], registry, seeds)
+        plans, runs = prepare_sweep(sc, configs, registry, seeds)
+        runs = [r for r in runs if r.name in (BASE, args.profile)]
+        if len(runs) != 2:
+            ap.error(f"--profile {args.profile}: no such profile in {', '.join(map(str, configs))}")
         if args.routing:
             plans = {
                 seed: dataclasses.replace(
@@ -302,7 +315,7 @@ def main() -> int:
                 for seed, plan in plans.items()
             }
         doc = sweep(plans, runs, LocalExecutor(args.jobs))
-        result = judge(doc)
+        result = judge(doc, args.profile)
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
         results.append(result)
         print_claims(result)
