@@ -58,7 +58,7 @@ from harmonic.rescheduler.policy import Policy
 from harmonic.rescheduler.runner import policy_limits, remember
 from harmonic.rescheduler.state import ClusterState
 from harmonic.scheduler.podlister import PodLister
-from harmonic.scheduler.reservations import CANCELLED, EXPIRED, LANDED, Reservation, Reservations
+from harmonic.scheduler.reservations import Reservation, Reservations, describe
 from harmonic.signals.identity import workload_of
 from harmonic.signals.metrics import FEEDBACK_MOVES, FEEDBACK_RESERVATIONS
 
@@ -355,20 +355,7 @@ class LiveMoves:
     def _reservation_ended(self, r: Reservation, outcome: str, pod: str, node: str) -> None:
         """The scheduler's word on a reservation (from its thread: the log and the counter are safe)."""
         FEEDBACK_RESERVATIONS.labels(outcome).inc()
-        held = f"the reservation of {r.node} for {r.moved}'s replacement"
-        if outcome == LANDED:
-            text = f"replacement {pod} of {r.moved} bound to {r.node}: landed on the reserved node"
-        elif outcome == EXPIRED:
-            text = f"{held} expired: no new pod of its owner within {self.args.reservation_seconds:g} s"
-        elif outcome == CANCELLED:
-            text = f"{held} cancelled: the eviction did not happen"
-        elif node:
-            text = (
-                f"replacement {pod} of {r.moved} bound to {node}, not the reserved {r.node}: fell back to "
-                "normal scheduling (the reserved node did not fit it)"
-            )
-        else:
-            text = f"replacement {pod} of {r.moved} deleted before it was bound: {held} fell back"
+        text = describe(r, outcome, pod, node, self.args.reservation_seconds)
         self._note(r.tag, self.clock(), text)
         log.info("feedback move: %s", text)
 

@@ -254,3 +254,20 @@ class Reservations:
                 held.sort(key=lambda x: x.expires)
         self.store.changed(self.saved)
         return back
+
+
+def describe(r: Reservation, outcome: str, pod: str, node: str, seconds: float) -> str:
+    """How a reservation ended, for a decision log (``seconds``: how long it was held)."""
+    held = f"the reservation of {r.node} for {r.moved}'s replacement"
+    if outcome == LANDED:
+        return f"replacement {pod} of {r.moved} bound to {r.node}: landed on the reserved node"
+    if outcome == EXPIRED:
+        return f"{held} expired: no new pod of its owner within {seconds:g} s"
+    if outcome == CANCELLED:
+        return f"{held} cancelled: the eviction did not happen"
+    if node:
+        return (
+            f"replacement {pod} of {r.moved} bound to {node}, not the reserved {r.node}: fell back to "
+            "normal scheduling (the reserved node did not fit it)"
+        )
+    return f"replacement {pod} of {r.moved} deleted before it was bound: {held} fell back"

@@ -21,7 +21,7 @@ from harmonic.api.pod import Pod
 from harmonic.feedback.relocate import PLUGIN, MoveAsk, decide_moves
 from harmonic.rescheduler.framework import RunLog
 from harmonic.rescheduler.runner import remember
-from harmonic.scheduler.reservations import CANCELLED, EXPIRED, LANDED, OUTCOMES, Reservation
+from harmonic.scheduler.reservations import OUTCOMES, Reservation, describe
 from harmonic.sim.scenario import FeedbackMovesSpec
 
 if TYPE_CHECKING:
@@ -120,17 +120,9 @@ class SimMoves:
 
     def _reservation_ended(self, r: Reservation, outcome: str, pod: str, node: str) -> None:
         self.reserved[outcome] += 1
+        assert self.spec is not None
         now = self.world.clock.now()
-        if outcome == LANDED:
-            text = f"replacement {pod} of {r.moved} landed on the reserved {r.node}"
-        elif outcome == EXPIRED:
-            text = f"the reservation of {r.node} for {r.moved}'s replacement expired unused"
-        elif outcome == CANCELLED:
-            text = f"the reservation of {r.node} for {r.moved}'s replacement was cancelled (not evicted)"
-        elif node:
-            text = f"replacement {pod} of {r.moved} bound to {node}, not the reserved {r.node} (it no longer fit)"
-        else:
-            text = f"replacement {pod} of {r.moved} deleted before it was bound: the reservation fell back"
+        text = describe(r, outcome, pod, node, self.spec.reservation_seconds)
         self.log.append((r.tag, f"t={now:g} {text}"))
 
     def metrics(self) -> dict[str, Any]:

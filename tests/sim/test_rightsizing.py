@@ -155,7 +155,7 @@ def test_a_moved_pods_replacement_is_reserved_the_what_ifs_node_and_lands_there(
     assert reserved["landed"] > 0 and reserved["cancelled"] == 0
     texts = [t for _, t in world.feedback.decisions()]
     reserved_on = {m[1] for t in texts if (m := re.search(r": moved, replacement reserved on (\S+) for ", t))}
-    pattern = re.compile(r"replacement (\S+) of \S+ landed on the reserved (\S+)$")
+    pattern = re.compile(r"replacement (\S+) of \S+ bound to (\S+): landed on the reserved node$")
     landed = [m.groups() for t in texts if (m := pattern.search(t))]
     assert len(landed) == reserved["landed"]
     for replacement, node in landed:
