@@ -14,11 +14,10 @@ EMPTY = "empty result"
 
 def no_signal_level(streak: int, empty: bool) -> int:
     """How loudly to log the ``streak``-th read in a row without a signal (``empty``: the query ran and
-    matched nothing). An empty result is how a
-    mesh or a fresh Prometheus answers before anything was scraped, so the first one is news (INFO)
-    where any other failure warns at once; a lasting one warns at the 2nd, 4th, 8th... read in a row and
-    is DEBUG between them, so a source that stays silent for hours does not flood the log (each read
-    is still counted in ``harmonic_telemetry_failures_total``)."""
+    matched nothing). An empty result is how a mesh or a fresh Prometheus answers before anything was
+    scraped, so the first one is news (INFO) where any other failure warns at once. A lasting one warns
+    at the 2nd, 4th, 8th... read in a row and is DEBUG between, so a source silent for hours does not
+    flood the log (each read is still counted in ``harmonic_telemetry_failures_total``)."""
     if streak & (streak - 1):
         return logging.DEBUG
     return logging.INFO if streak == 1 and empty else logging.WARNING

@@ -218,13 +218,16 @@ class MetricsServerSource:
     def __init__(self, get: Callable[[str], Any], name: str = "metrics-server") -> None:
         self._get = get
         self.name = name
+        #: Reads in a row that gave no signal.
+        self._silent = 0
 
     def read(self) -> UsageReading:
         try:
             nodes_body = self._get(f"{METRICS_API}/nodes")
             pods_body = self._get(f"{METRICS_API}/pods")
         except Exception as e:  # any transport or API error is "no signal", never a failed cycle
-            return _fail(self.name, f"unreachable: {type(e).__name__}: {e}")
+            self._silent += 1
+            return _fail(self.name, f"unreachable: {type(e).__name__}: {e}", self._silent)
         nodes: dict[str, NodeStats] = {}
         for item in (nodes_body or {}).get("items") or ():
             name = (item.get("metadata") or {}).get("name")
@@ -243,7 +246,10 @@ class MetricsServerSource:
             if meta.get("name") and not math.isnan(cpu + mem):
                 pods[(str(meta.get("namespace") or "default"), str(meta["name"]))] = (cpu, mem)
         if not nodes:
-            return _fail(self.name, "no NodeMetrics")
+            # metrics-server has none before its first scrape of the kubelets
+            self._silent += 1
+            return _fail(self.name, "no NodeMetrics", self._silent, empty=True)
+        self._silent = 0
         TELEMETRY_UP.labels(self.name).set(1)
         return UsageReading(nodes, pods, has_spread=False)
 
