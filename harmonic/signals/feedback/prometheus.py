@@ -21,6 +21,7 @@ import httpx
 from harmonic.signals.feedback.observation import GOALS, BadValue, Goal, check_value
 from harmonic.signals.metrics import TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
 from harmonic.signals.prometheus import count_no_signal, instant_query, prometheus_client, series_value
+from harmonic.signals.telemetry import EMPTY
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class FlourishSource:
 
     def __post_init__(self) -> None:
         self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
+        #: Per query, reads in a row that gave no signal.
+        self._silent: dict[str, int] = {}
 
     def close(self) -> None:
         self._client.close()
@@ -96,7 +99,7 @@ class FlourishSource:
         """The reports the query returns, or why there is no signal."""
         result = instant_query(self._client, query)
         if isinstance(result, str):
-            return self._fail(result)
+            return self._fail(query, result)
         out: list[Report] = []
         skipped: list[str] = []
         for s in result:
@@ -115,10 +118,12 @@ class FlourishSource:
             TELEMETRY_SKIPPED_SERIES.labels(self.name).inc(len(skipped))
             log.warning("%s: skipped %d series, e.g. %s", self.name, len(skipped), skipped[0])
         if not out:
-            return self._fail("empty result" if not skipped else f"no usable series ({len(skipped)} skipped)")
+            return self._fail(query, EMPTY if not skipped else f"no usable series ({len(skipped)} skipped)")
+        self._silent.pop(query, None)
         TELEMETRY_UP.labels(self.name).set(1)
         return out
 
-    def _fail(self, reason: str) -> str:
-        count_no_signal(self.name, reason)
+    def _fail(self, query: str, reason: str) -> str:
+        streak = self._silent[query] = self._silent.get(query, 0) + 1
+        count_no_signal(self.name, reason, streak, empty=reason == EMPTY)
         return reason

@@ -67,6 +67,23 @@ def test_unreachable_prometheus_is_no_signal():
     assert isinstance(reason, str) and reason.startswith("unreachable")
 
 
+def test_each_query_has_its_own_run_of_silence(prometheus, caplog):
+    # an application whose metric does not exist yet (empty) is news once, then warns ever more rarely;
+    # another query's answer does not end that run
+    source = FlourishSource(prometheus, name="flourish")
+
+    def level(query: str) -> list[int]:
+        caplog.clear()
+        with caplog.at_level("DEBUG", logger="harmonic.signals"):
+            source.read(query)
+        return [r.levelno for r in caplog.records if r.getMessage().startswith("flourish: no signal")]
+
+    missing = "absent_metric_name_xyz"
+    assert level(missing) == [20]
+    assert level(PER_WORKLOAD) == []
+    assert [level(missing) for _ in range(3)] == [[30], [10], [30]]
+
+
 def test_annotations():
     ann = {
         "harmonic.dev/flourish-query": "histogram_quantile(0.99, rate(lat_bucket[1m]))",
