@@ -50,6 +50,8 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "harmonic"}
 CONFLICT_RETRIES = 5
 #: Reads of the object at the start of leadership before giving up on restoring it.
 LOAD_ATTEMPTS = 3
+#: The bytes of entries written at most: the API server refuses an object past 1 MiB, metadata included.
+DATA_LIMIT = 900 * 1024
 #: The longest wait between attempts of a write that keeps failing (doubling from ``retry_seconds``).
 MAX_RETRY_SECONDS = 30.0
 
@@ -60,22 +62,42 @@ def configmap_name(lease_name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------- the format
-def encode(entries: Iterable[Reservation]) -> dict[str, str]:
-    """The ConfigMap's ``data`` for ``entries`` (``expires`` on the wall clock)."""
+def encode(entries: Iterable[Reservation], limit: int | None = None) -> tuple[dict[str, str], int]:
+    """The ConfigMap's ``data`` for ``entries`` (``expires`` on the wall clock; keys numbered per owner in
+    the table's order), and how many were left out to keep it within ``limit`` bytes of keys and
+    values: the latest to expire are kept first, as an object past the API server's 1 MiB is refused
+    whole."""
+    table = list(entries)
+    texts = [
+        json.dumps(
+            {
+                "owner": r.owner,
+                "node": r.node,
+                "expires": micro_time(r.expires),
+                "moved": r.moved,
+                "known": sorted(r.known),
+                "tag": r.tag,
+            },
+            separators=(",", ":"),
+        )
+        for r in table
+    ]
+    kept = set(range(len(table)))
+    if limit is not None:
+        kept, size = set(), 0
+        for i in sorted(range(len(table)), key=lambda i: table[i].expires, reverse=True):
+            # the key is at most the owner, a dot and the entry's count as digits
+            cost = len(table[i].owner) + 1 + len(str(len(table))) + len(texts[i])
+            if size + cost <= limit:
+                kept.add(i)
+                size += cost
     data: dict[str, str] = {}
     rank: dict[str, int] = {}
-    for r in entries:
-        n = rank[r.owner] = rank.get(r.owner, -1) + 1
-        value = {
-            "owner": r.owner,
-            "node": r.node,
-            "expires": micro_time(r.expires),
-            "moved": r.moved,
-            "known": sorted(r.known),
-            "tag": r.tag,
-        }
-        data[f"{r.owner}.{n}"] = json.dumps(value, separators=(",", ":"))
-    return data
+    for i, r in enumerate(table):
+        if i in kept:
+            n = rank[r.owner] = rank.get(r.owner, -1) + 1
+            data[f"{r.owner}.{n}"] = texts[i]
+    return data, len(table) - len(kept)
 
 
 class _Malformed(ValueError):
@@ -277,7 +299,16 @@ class ConfigMapStore:
             FEEDBACK_RESERVATION_STORE.labels("write", "not_leader").inc()
             return False
         timeout = min(self.transport.timeout, remaining)
-        data = encode(entries)
+        data, left_out = encode(entries, DATA_LIMIT)
+        if left_out:
+            FEEDBACK_RESERVATION_STORE.labels("write", "too_large").inc()
+            log.error(
+                "configmap %s: %d of %d reservations left out, past %d bytes; they hold in this process only",
+                self.where,
+                left_out,
+                len(entries),
+                DATA_LIMIT,
+            )
         for _ in range(CONFLICT_RETRIES):
             meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": MANAGED_BY}
             if self._rv:

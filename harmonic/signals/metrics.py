@@ -67,7 +67,8 @@ FEEDBACK_RESERVATIONS = Counter(
 FEEDBACK_RESERVATION_STORE = Counter(
     "harmonic_feedback_reservation_store",
     "Reads (op=load) and writes (op=write) of the ConfigMap keeping the open reservations, by result: ok, "
-    "conflict (409, retried), failed, not_leader (write held back), skipped (a malformed entry).",
+    "conflict (409, retried), failed, not_leader (write held back), skipped (a malformed entry), "
+    "too_large (entries left out past the size limit).",
     ["op", "result"],
     registry=REGISTRY,
 )

@@ -221,7 +221,8 @@ def test_save_then_load_round_trips_every_live_reservation_and_drops_the_expired
         first.reserve(owner, node, seconds, f"default/moved-{i}", known, tag=f"t{i}")
         for i, (owner, node, seconds, known) in enumerate(entries)
     ]
-    data = encode(first.saved())
+    data, left_out = encode(first.saved())
+    assert left_out == 0
     wall["t"] += later
     second = Reservations(lambda: 42.0, wall=lambda: wall["t"])
     saved, warnings = decode(json.loads(json.dumps(data)), "ns/cm")
@@ -292,3 +293,46 @@ def test_a_new_leader_honours_the_reservation_the_old_one_made(api, start_schedu
     placed = wait_until(_bound(api, "web-3", "db-0"), timeout=20, what="the new pods bound")
     assert placed == {"web-3": "big", "db-0": "huge"}
     wait_until(lambda: _entries(api) == [], what="the consumed entry written away")
+
+
+def test_entries_past_the_size_limit_are_left_out_latest_to_expire_kept() -> None:
+    # an owner with many pods makes a long known list; the object must stay under the API server's 1 MiB
+    table = Reservations(lambda: 0.0, wall=lambda: 1_000_000.0)
+    known = frozenset(f"{i:08d}-0000-0000-0000-000000000000" for i in range(200))
+    for i in range(6):
+        table.reserve(f"owner-{i % 2}", f"n{i}", 60.0 + i, f"default/moved-{i}", known)
+    whole, left_out = encode(table.saved())
+    assert left_out == 0 and len(whole) == 6
+    size = sum(len(k) + len(v) for k, v in whole.items())
+    limit = size * 2 // 3
+    data, left_out = encode(table.saved(), limit)
+    assert sum(len(k) + len(v) for k, v in data.items()) <= limit
+    assert left_out == 6 - len(data) > 0
+    saved, warnings = decode(data, "ns/cm")
+    kept = sorted(r.moved for r in saved)
+    # the reservations with the most time left are the ones kept
+    assert kept == [f"default/moved-{i}" for i in range(6 - len(data), 6)] and warnings == []
+    # each owner's keys stay unique and numbered from 0
+    assert all(k.rsplit(".", 1)[1] in {"0", "1", "2"} for k in data)
+
+
+def test_a_table_past_the_limit_is_written_without_its_soonest_to_expire_entries(
+    api, store, monkeypatch, caplog
+):
+    import harmonic.cluster.reservation_store as module
+
+    s, rs = store()
+    restore(s, rs, [])
+    known = frozenset(f"uid-{i:04d}" for i in range(50))
+    for i, seconds in enumerate((30, 90, 60)):
+        rs.reserve(OWNER, f"n{i}", seconds, f"default/web-{i}", known)
+    one = max(len(v) + len(k) for k, v in encode(rs.saved())[0].items())
+    monkeypatch.setattr(module, "DATA_LIMIT", 2 * one + 8)
+    before = _store_counts()
+    rs.reserve(OWNER, "n3", 120, "default/web-3", known)
+    assert rs.flush(5)
+    assert sorted(e.moved for e in _entries(api)) == ["default/web-1", "default/web-3"]
+    assert _since(before).get(("write", "too_large"), 0) >= 1
+    assert "2 of 4 reservations left out" in caplog.text
+    # the table itself keeps all four: this process still honours them
+    assert sum(len(held) for held in rs.open.values()) == 4
