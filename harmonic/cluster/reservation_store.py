@@ -19,7 +19,9 @@ evictions are: nothing is written while this replica may not act as leader, and 
 object was read back at the start of leadership (a write before then would drop the entries not yet
 restored). A failed write is logged, counted in
 ``harmonic_feedback_reservation_store_total{op="write"}`` and tried again a second later, while
-scheduling goes on (waits doubling up to 30 s while it keeps failing).
+scheduling goes on (waits doubling up to 30 s while it keeps failing). The entries written stay under
+``DATA_LIMIT`` (the API server refuses an object past 1 MiB whole): past it, those closest to expiry
+are left out of the object (logged, counted ``too_large``) and held in this process only.
 
 ``restore`` runs once leadership is acquired (at start-up without leader election), before the first
 pod is scheduled: it reads the object and puts every entry not yet expired back into the scheduler's
