@@ -3,7 +3,8 @@ of ``harmonic run`` or a change of leader (``harmonic.scheduler.reservations``).
 
 The object is the ConfigMap ``<lease>-reservations`` in the namespace of the leader-election lease
 (``leaderElection.resourceName`` / ``resourceNamespace``, used even when ``leaderElect`` is false),
-labelled ``app.kubernetes.io/managed-by: harmonic``. One ``data`` key per open reservation,
+labelled ``app.kubernetes.io/managed-by: harmonic``. One ``data`` key per reservation no replacement
+is bound on yet (open, or consumed by a pending replacement),
 ``<owner uid>.<n>`` (n: its rank among the owner's), whose value is a JSON object::
 
     {"owner": "<controller uid>", "node": "n1", "expires": "2026-11-25T03:04:05.123456Z",

@@ -205,6 +205,7 @@ class Reservations:
         with self._lock:
             r = self.taken.pop(pod.uid, None)
         if r is not None:
+            self.store.changed(self.saved)
             self.on_outcome(r, LANDED if pod.node_name == r.node else FELL_BACK, pod.key, pod.node_name)
 
     def deleted(self, uid: str, key: str) -> None:
@@ -212,14 +213,19 @@ class Reservations:
         with self._lock:
             r = self.taken.pop(uid, None)
         if r is not None:
+            self.store.changed(self.saved)
             self.on_outcome(r, FELL_BACK, key, "")
 
     # ------------------------------------------------------------------ beyond the process
     def saved(self) -> list[Reservation]:
-        """The open reservations, oldest first per owner, with ``expires`` on the wall clock."""
+        """The reservations a replacement has not been bound on yet, soonest to expire first, with
+        ``expires`` on the wall clock: the open ones, and those a pending replacement consumed — should
+        this process stop before the replacement's nomination reached the API server, the next one
+        restores the entry and the replacement, still pending and not nominated, consumes it again."""
         with self._lock:
             offset = self.wall() - self.now()
-            return [replace(r, expires=r.expires + offset) for held in self.open.values() for r in held]
+            held = [r for rs in self.open.values() for r in rs] + list(self.taken.values())
+        return sorted((replace(r, expires=r.expires + offset) for r in held), key=lambda r: r.expires)
 
     def flush(self, timeout: float) -> bool:
         """Wait (at most ``timeout``) until the store wrote the changes so far, or tried to."""

@@ -273,3 +273,24 @@ def test_the_default_store_keeps_nothing_beyond_the_table():
     assert kept == Reservation(OWNER, "b", WALL + 60, "default/web-1")  # on the wall clock
     rs.cancel(r)
     assert rs.store.load() == []
+
+
+def test_a_consumed_reservation_is_kept_until_its_replacement_is_bound():
+    # the replacement consumed the reservation; should the process stop before its nomination reached
+    # the API server, the next one restores the entry and the pending replacement consumes it again
+    clock = _Clock()
+    first = Reservations(clock, wall=lambda: WALL + clock.t)
+    first.reserve(OWNER, "b", 60, "default/web-1", frozenset({"uid-web-2"}))
+    replacement = parse_pod(_replica("web-3"))
+    assert first.take(replacement) is not None and not first.open
+    (kept,) = first.store.load()
+    assert (kept.node, kept.expires) == ("b", WALL + 60)
+    second = Reservations(clock, wall=lambda: WALL + clock.t)
+    second.restore(first.store.load(), {})  # the replacement is pending, not nominated: not placed
+    again = second.take(replacement)
+    assert again is not None and again.node == "b"
+    # bound (or gone), it is kept no longer
+    first.bound(parse_pod({**_replica("web-3"), "spec": {**_replica("web-3")["spec"], "nodeName": "b"}}))
+    assert first.store.load() == []
+    second.deleted(replacement.uid, replacement.key)
+    assert second.store.load() == []
