@@ -334,5 +334,18 @@ def main() -> int:
     return 0
 
 
+def _main() -> int:
+    """``main``, with a bad scenario, profile file or seed list as one line naming it, not a traceback."""
+    from harmonic.framework.config import ConfigError
+    from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.sweep import SeedSpecError
+
+    try:
+        return main()
+    except (ScenarioError, ConfigError, SeedSpecError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_main())
