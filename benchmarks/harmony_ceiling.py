@@ -32,7 +32,14 @@ from typing import Any
 from harmonic.plugins.registry import default_registry
 from harmonic.sim.run import BUNDLED_SCENARIO
 from harmonic.sim.stats import mean_ci
-from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep
+from harmonic.sim.sweep import (
+    LocalExecutor,
+    exit_on_input_errors,
+    parse_seeds,
+    prepare_sweep,
+    sweep,
+    with_routing,
+)
 from harmonic.sim.truth.config import TRUTH_CLASSES, GroundTruth
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,13 +88,7 @@ def main() -> int:
     for sc in args.scenario or [None]:
         plans, runs = prepare_sweep(sc, [PROFILES], registry, seeds)
         runs = [r for r in runs if r.name in (BASE, MINE)]
-        if args.routing:
-            plans = {
-                s: dataclasses.replace(
-                    p, topologies=[dataclasses.replace(t, routing=args.routing) for t in p.topologies]
-                )
-                for s, p in plans.items()
-            }
+        plans = with_routing(plans, args.routing)
         quiet = {
             s: dataclasses.replace(p, ground_truth=without_interference(p.ground_truth))
             for s, p in plans.items()
@@ -112,18 +113,5 @@ def main() -> int:
     return 0
 
 
-def _main() -> int:
-    """``main``, with a bad scenario, profile file or seed list as one line naming it, not a traceback."""
-    from harmonic.framework.config import ConfigError
-    from harmonic.sim.errors import ScenarioError
-    from harmonic.sim.sweep import SeedSpecError
-
-    try:
-        return main()
-    except (ScenarioError, ConfigError, SeedSpecError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main())
+    raise SystemExit(exit_on_input_errors(main))

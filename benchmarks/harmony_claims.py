@@ -31,7 +31,6 @@ documents are written there (one sweep.json per scenario) and a claims.json besi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -43,7 +42,15 @@ from typing import Any
 from harmonic.plugins.registry import default_registry
 from harmonic.sim.run import BUNDLED_SCENARIO
 from harmonic.sim.stats import interval
-from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep, write_sweep
+from harmonic.sim.sweep import (
+    LocalExecutor,
+    exit_on_input_errors,
+    parse_seeds,
+    prepare_sweep,
+    sweep,
+    with_routing,
+    write_sweep,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "harmonic" / "data" / "profiles" / "harmonic.yaml"
@@ -306,14 +313,7 @@ def main() -> int:
         runs = [r for r in runs if r.name in (BASE, args.profile)]
         if len(runs) != 2:
             ap.error(f"--profile {args.profile}: no such profile in {', '.join(map(str, configs))}")
-        if args.routing:
-            plans = {
-                seed: dataclasses.replace(
-                    plan,
-                    topologies=[dataclasses.replace(t, routing=args.routing) for t in plan.topologies],
-                )
-                for seed, plan in plans.items()
-            }
+        plans = with_routing(plans, args.routing)
         doc = sweep(plans, runs, LocalExecutor(args.jobs))
         result = judge(doc, args.profile)
         result["wall_seconds"] = round(time.perf_counter() - t0, 1)
@@ -334,18 +334,5 @@ def main() -> int:
     return 0
 
 
-def _main() -> int:
-    """``main``, with a bad scenario, profile file or seed list as one line naming it, not a traceback."""
-    from harmonic.framework.config import ConfigError
-    from harmonic.sim.errors import ScenarioError
-    from harmonic.sim.sweep import SeedSpecError
-
-    try:
-        return main()
-    except (ScenarioError, ConfigError, SeedSpecError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main())
+    raise SystemExit(exit_on_input_errors(main))

@@ -4,9 +4,6 @@ with nobody slowed by anybody, and the placements unchanged (no profile reads th
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -16,19 +13,13 @@ from harmonic.sim.engine import Simulation
 from harmonic.sim.metrics import summarize
 from harmonic.sim.profiles import profile_runs
 from harmonic.sim.truth.config import TRUTH_CLASSES, GroundTruth
+from tests.benchmark_scripts import load
 from tests.sim.helpers import deployment, job, objects, plan_of, scenario
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "harmony_ceiling.py"
 
 
 @pytest.fixture(scope="module")
 def ceiling() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("harmony_ceiling", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["harmony_ceiling"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("harmony_ceiling")
 
 
 def test_only_the_sensitivities_change(ceiling: ModuleType) -> None:

@@ -4,26 +4,18 @@ holding only when the whole interval meets it — on sweep documents built here 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "harmony_claims.py"
+from tests.benchmark_scripts import load
 
 
 @pytest.fixture(scope="module")
 def claims() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("harmony_claims", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["harmony_claims"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("harmony_claims")
 
 
 def metrics(**over: Any) -> dict[str, Any]:

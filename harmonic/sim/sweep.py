@@ -25,9 +25,10 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -222,6 +223,30 @@ def prepare_sweep(
     for s in seeds:
         plans[s], runs = prepare(scenario, configs, registry, topologies, user_rate, s)
     return plans, runs
+
+
+def with_routing(plans: Mapping[int, Plan], routing: str | None) -> dict[int, Plan]:
+    """``plans`` with every application routed by ``routing`` instead of the scenario's (None: as they
+    are): the same placements judged under another routing."""
+    if routing is None:
+        return dict(plans)
+    return {
+        seed: replace(plan, topologies=[replace(t, routing=routing) for t in plan.topologies])
+        for seed, plan in plans.items()
+    }
+
+
+def exit_on_input_errors(main: Callable[[], int]) -> int:
+    """Run a sweep command's ``main``: a bad scenario, profile file or seed list is one line naming it
+    on stderr and exit code 1, not a traceback."""
+    from harmonic.framework.config import ConfigError
+    from harmonic.sim.errors import ScenarioError
+
+    try:
+        return main()
+    except (ScenarioError, ConfigError, SeedSpecError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 
 def tasks_for(plans: Mapping[int, Plan], runs: Sequence[ProfileRun]) -> list[Task]:

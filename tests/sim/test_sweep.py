@@ -352,3 +352,37 @@ def test_cli_sweep_errors_are_one_line(tmp_path, args, message):
     r = CliRunner().invoke(main, ["simulate", str(path), "--out", str(tmp_path / "o"), *args])
     assert r.exit_code == 1
     assert r.stderr.strip().splitlines()[-1].startswith(message), r.stderr
+
+
+def test_with_routing_reroutes_every_application_and_nothing_else() -> None:
+    from harmonic.sim.sweep import prepare_sweep, with_routing
+
+    plans, _ = prepare_sweep(None, [], default_registry(), [1, 2])
+    assert {t.routing for p in plans.values() for t in p.topologies} == {"preferZone"}
+    random = with_routing(plans, "random")
+    assert {t.routing for p in random.values() for t in p.topologies} == {"random"}
+    assert [p.seed for p in random.values()] == [1, 2] and random[1].nodes == plans[1].nodes
+    assert with_routing(plans, None) == plans
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        ("scenario", "/nowhere.yaml: cannot read scenario"),
+        ("seeds", "'x' is not a seed"),
+    ],
+)
+def test_input_errors_are_one_line_and_exit_1(
+    error: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harmonic.sim.sweep import exit_on_input_errors, parse_seeds, prepare_sweep
+
+    def bad() -> int:
+        if error == "scenario":
+            prepare_sweep("/nowhere.yaml", [], default_registry(), [1])
+        else:
+            parse_seeds("x")
+        return 0
+
+    assert exit_on_input_errors(bad) == 1
+    assert message in capsys.readouterr().err
