@@ -372,7 +372,11 @@ class LiveScheduler:
                 self._elector_thread.start()
             else:
                 self._start_scheduling()
-        self._stop.wait()
+        # Never an untimed wait: a SIGTERM the kernel hands to another thread only sets CPython's
+        # pending-signal flag, and the handler (StopOnSignal's) runs on the main thread once it is back
+        # in the interpreter; an untimed lock wait would keep it out, and the scheduler would not stop.
+        while not self._stop.wait(SIGNAL_CHECK_SECONDS):
+            pass
         self._shutdown()
         return self.exit_code
 
@@ -429,6 +433,8 @@ class LiveScheduler:
         log.info("stopped", extra={"identity": self.identity, "exitCode": self.exit_code})
 
 
+#: How often the main thread returns to the interpreter while it waits, so signal handlers run.
+SIGNAL_CHECK_SECONDS = 0.2
 #: How long shutdown waits for each of its threads: in-flight bindings and the lease release take
 #: milliseconds, and the kubelet kills a pod that ignores SIGTERM for its grace period (30 s) anyway.
 SHUTDOWN_JOIN_SECONDS = 5.0

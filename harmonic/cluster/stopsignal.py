@@ -4,7 +4,9 @@ Python runs a signal handler in the main thread between two bytecodes, possibly 
 a lock: the one inside ``threading.Event.wait``, for instance, which ``harmonic run`` and ``harmonic
 reschedule`` sit in while they work. A handler that called ``Event.set()`` there would wait for a lock
 its own thread holds, forever (a SIGTERM-ed scheduler that never exits). The handler here only flips a
-flag; a watcher thread turns it into ``on_stop()`` in ordinary code, within ``poll`` seconds.
+flag; a watcher thread turns it into ``on_stop()`` in ordinary code, within ``poll`` seconds. The
+main thread must not sit in an untimed wait either: CPython runs a handler only on the main thread, and
+a signal the kernel delivers to another thread does not wake a main thread blocked on a lock.
 """
 
 from __future__ import annotations

@@ -5,11 +5,14 @@ applications post to /v1/feedback, the loop stores each report with its pod's pl
 from __future__ import annotations
 
 import json
+import platform
 import signal
 import socket
+import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from harmonic.cli import main
@@ -219,3 +222,31 @@ def test_bad_rightsizing_args_name_the_file_and_field(api: ApiServerDouble, tmp_
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert f"{bad}: maxStepDown" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or platform.machine() != "x86_64", reason="tgkill by its x86_64 syscall number"
+)
+def test_a_sigterm_the_kernel_hands_to_another_thread_still_stops_harmonic_run(
+    api: ApiServerDouble, tmp_path: Path
+):
+    # A process-directed signal may be delivered to any thread; CPython then runs the handler on the
+    # main thread only when that thread next runs bytecode. Aim SIGTERM at a non-main thread (tgkill):
+    # harmonic run must still stop, as it must when the kernel picks such a thread itself.
+    import ctypes
+    import os
+
+    port = _free_port()
+    proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port)
+    try:
+        _wait_serving(url := f"http://127.0.0.1:{port}")
+        assert httpx.get(f"{url}/metrics", timeout=5).status_code == 200
+        threads = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
+        libc = ctypes.CDLL(None, use_errno=True)
+        sys_tgkill = 234  # x86_64
+        assert libc.syscall(sys_tgkill, proc.pid, threads[0], signal.SIGTERM) == 0
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err[-2000:]
+        assert '"msg":"stopped"' in err
+    finally:
+        proc.kill()
