@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -181,8 +182,14 @@ def judge(doc: Mapping[str, Any], mine: str = MINE) -> dict[str, Any]:
     for g in goals(apps, variants):
         values = [v for r in runs if (v := g.figure(r[mine], r[BASE])) is not None]
         row: dict[str, Any] = {"goal": g.name, "relation": g.relation, "bound": g.bound, "n": len(values)}
+        unbounded = sum(1 for v in values if math.isinf(v))
         if not values:
             row.update(mean=None, ci95=None, holds=None)
+        elif unbounded:
+            # A ratio to a default of 0 (harmonic > 0 there): no interval exists, and a ratio bound
+            # cannot hold on that seed. Say so rather than print a NaN interval (nor write NaN or
+            # Infinity, which are not JSON, to claims.json).
+            row.update(mean=None, ci95=None, holds=g.relation == ">=", unbounded_seeds=unbounded)
         else:
             iv = interval(values)
             low, high = iv.low, iv.high
@@ -232,9 +239,14 @@ def print_claims(result: Mapping[str, Any]) -> None:
     for r in result["goals"]:
         ci = "-" if r["ci95"] is None else f"[{_fmt(r['ci95'][0])}, {_fmt(r['ci95'][1])}]"
         verdict = {True: "holds", False: "FAILS", None: "n/a"}[r["holds"]]
+        if r.get("unbounded_seeds"):
+            verdict += (
+                f" (the default's is 0 on {r['unbounded_seeds']} of {r['n']} seeds where harmonic's is not)"
+            )
         if not r["judged"]:
             verdict += " (reported: routing is not preferZone)"
-        print(f"  {r['goal']:44} {_fmt(r['mean']):>8} {ci:>19}  {r['relation']} {r['bound']:<5}  {verdict}")
+        mean = "inf" if r.get("unbounded_seeds") else _fmt(r["mean"])
+        print(f"  {r['goal']:44} {mean:>8} {ci:>19}  {r['relation']} {r['bound']:<5}  {verdict}")
     for c in result.get("context", ()):
         ci = (
             "-" if c["ci95"] is None or None in c["ci95"] else f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"
@@ -248,6 +260,8 @@ def markdown_claims(result: Mapping[str, Any]) -> str:
     for r in result["goals"]:
         ci = "" if r["ci95"] is None else f" [{_fmt(r['ci95'][0])}, {_fmt(r['ci95'][1])}]"
         verdict = {True: "holds", False: "**fails**", None: "n/a"}[r["holds"]]
+        if r.get("unbounded_seeds"):
+            verdict += f" (default 0, harmonic > 0 on {r['unbounded_seeds']} of {r['n']} seeds)"
         if not r["judged"]:
             verdict = f"reported ({verdict})"
         lines.append(f"| {r['goal']} | {_fmt(r['mean'])}{ci} | {r['relation']} {r['bound']} | {verdict} |")

@@ -4,6 +4,7 @@ holding only when the whole interval meets it — on sweep documents built here 
 
 from __future__ import annotations
 
+import json
 import math
 from types import ModuleType
 from typing import Any
@@ -126,7 +127,23 @@ def test_each_goal_is_judged_on_the_interval_of_the_per_seed_paired_figure(
 def test_cross_zone_traffic_where_the_default_has_none_fails(claims: ModuleType) -> None:
     doc = sweep([(metrics(cross_zone_traffic_share=0.0), metrics(cross_zone_traffic_share=0.01))] * 2)
     r = row(claims.judge(doc), "cross-zone traffic share (ratio)")
-    assert r["mean"] == math.inf and r["holds"] is False
+    assert r["mean"] is None and r["ci95"] is None and r["holds"] is False
+    assert r["unbounded_seeds"] == 2
+
+
+def test_a_ratio_to_a_zero_default_on_some_seeds_fails_and_writes_no_nan(
+    claims: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = sweep(
+        [(metrics(cross_zone_traffic_share=0.0), metrics(cross_zone_traffic_share=0.01))]
+        + [(metrics(cross_zone_traffic_share=0.1), metrics(cross_zone_traffic_share=0.01))] * 3
+    )
+    result = claims.judge(doc)
+    r = row(result, "cross-zone traffic share (ratio)")
+    assert r["holds"] is False and r["ci95"] is None and r["unbounded_seeds"] == 1 and r["n"] == 4
+    json.dumps(result, allow_nan=False)  # raises on NaN or inf
+    claims.print_claims(result)
+    assert "the default's is 0 on 1 of 4 seeds" in capsys.readouterr().out
 
 
 def test_traffic_goals_are_only_reported_without_zone_routing(claims: ModuleType) -> None:

@@ -51,12 +51,12 @@ EDGES = [("frontend", "cart", 10.0), ("catalog", "frontend", 30.0)]
 RANDOM = {"routing": "random", "zoneBalance": False, "cohortLabel": ""}
 
 
-def _scores(existing, args=None, edges=EDGES, services=True, incoming=None):
+def _scores(existing, args=None, edges=EDGES, services=True, incoming=None, nodes=NODES):
     case = {
         "plugin": "CommunicationAffinity",
         "args": RANDOM if args is None else args,
         "pod": incoming or replica("frontend", 9),
-        "nodes": NODES,
+        "nodes": nodes,
         "existingPods": existing,
         "services": {"affinity_graph": _Service(edges)} if services else {},
     }
@@ -225,6 +225,32 @@ def test_first_workload_of_an_app_gathers_its_own_replicas(own, expected):
     assert _scores([replica("frontend", i, n) for i, n in enumerate(own)]) == expected
 
 
+TWO_ZONES = [
+    node("n1").zone("a").obj(),
+    node("n2").zone("a").obj(),
+    node("n3").zone("b").obj(),
+    node("n5").zone("b").obj(),
+]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "span", "expected"),
+    [
+        # Two zones: a third replica beside either of the first two would leave the workload on one
+        # node once the other fails, so the nodes hosting it get no pull until it spans three.
+        (TWO_ZONES, 3, {"n1": 0, "n2": 100, "n3": 0, "n5": 100}),
+        # Switched off: its own nodes pull (node .5, zone .5 -> 50) twice as hard as their zones'
+        # other nodes (zone .5 -> 17, normalised against 50 -> 34).
+        (TWO_ZONES, 0, {"n1": 100, "n2": 34, "n3": 100, "n5": 34}),
+        # Three failure domains (zones a, b and the unlabelled n4): zones already give the spread.
+        (NODES, 3, {"n1": 100, "n2": 34, "n3": 100, "n4": 0}),
+    ],
+)
+def test_with_fewer_zones_than_the_node_failure_span_a_workload_spreads_over_nodes(nodes, span, expected):
+    existing = [replica("frontend", 0, "n1"), replica("frontend", 1, "n3")]
+    assert _scores(existing, {**RANDOM, "nodeFailureSpan": span}, nodes=nodes) == expected
+
+
 def test_unknown_workload_skips():
     assert _scores([replica("cart", 0, "n1")], edges=[("x", "y", 1.0)]) == Code.SKIP
 
@@ -235,6 +261,7 @@ def test_unknown_workload_skips():
         ({"nodeWeight": -1}, "nodeWeight"),
         ({"nodeWeight": 0, "zoneWeight": 0}, "zoneWeight"),
         ({"bogus": 1}, "bogus"),
+        ({"nodeFailureSpan": -1}, "nodeFailureSpan"),
     ],
 )
 def test_bad_args(args, field):

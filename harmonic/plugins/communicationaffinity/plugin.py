@@ -20,8 +20,10 @@ It never trades availability for locality: a zone already holding more of the wo
 than its least-populated candidate zone gets no pull, and the least-populated zones always get some
 (``zoneBalance``), so the workload spreads over zones at least as kube-scheduler's default spreading
 would; while a workload runs on fewer than
-``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull;
-nodes holding ``maxReplicasPerNode`` of its replicas score 0; filters are never overridden.
+``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull
+— ``nodeFailureSpan`` nodes when the cluster has fewer zones than that, so that losing one node still
+leaves the workload on two; nodes holding ``maxReplicasPerNode`` of its replicas score 0; filters are
+never overridden.
 
 Before telemetry knows an application (its pods are only now being created), the workloads whose pods
 share the ``cohortLabel`` value (``app.kubernetes.io/part-of`` by default: the label Kubernetes recommends
@@ -32,6 +34,7 @@ together). With neither graph peers nor cohort, the plugin skips (no signal).
 
 Args (CommunicationAffinityArgs): ``nodeWeight`` (default 2), ``zoneWeight`` (default 1),
 ``routing`` (``preferZone``), ``zoneBalance`` (true), ``minNodesPerWorkload`` (default 2),
+``nodeFailureSpan`` (default 3; 0 disables),
 ``maxReplicasPerNode`` (default 0 = no absolute cap), ``cohortLabel``
 (``app.kubernetes.io/part-of``; empty disables), ``cohortWeight`` (0.1), ``zoneLabel`` (default
 ``topology.kubernetes.io/zone``), ``telemetry`` (``harmonic.signals.config.TelemetryConfig``: Prometheus,
@@ -76,6 +79,7 @@ class CommunicationAffinityArgs(PluginArgs):
     cohort_weight: float = Field(default=0.1, ge=0)
     max_replicas_per_node: int = Field(default=0, ge=0)
     min_nodes_per_workload: int = Field(default=2, ge=1)
+    node_failure_span: int = Field(default=3, ge=0)
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
     #: Where the graph comes from; used by the scheduler's setup to build the ``affinity_graph``
     #: service (the plugin itself does no I/O).
@@ -99,6 +103,25 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
         self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label)
+        self._zones_key: tuple[int, int] | None = None
+        self._zones = 0
+
+    def _min_nodes(self, snap: Snapshot) -> int:
+        """How many nodes a workload must span before its own nodes pull again. With fewer zones than
+        ``nodeFailureSpan``, spreading over zones cannot keep a workload on two failure domains after
+        one node fails (three replicas on two zones: two share a zone, and the cell puts them on one
+        node), so nodes must: the workload spans ``nodeFailureSpan`` nodes first."""
+        need = self.cfg.min_nodes_per_workload
+        if self.cfg.node_failure_span <= need:
+            return need
+        key = (id(snap), snap.node_generation)
+        if self._zones_key != key:
+            codes = snap.label(self.cfg.zone_label).codes
+            codes = codes[snap.live[: len(codes)]]
+            # Nodes without the label are one more failure domain together, as the score treats them.
+            self._zones = len(np.unique(codes[codes >= 0])) + int((codes < 0).any())
+            self._zones_key = key
+        return self.cfg.node_failure_span if self._zones < self.cfg.node_failure_span else need
 
     def _graph(self) -> GraphView | None:
         source = self.handle.optional_service(AFFINITY_GRAPH)
@@ -198,7 +221,7 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         crowded: list[int] = []
         if self.cfg.max_replicas_per_node > 0:
             crowded += [slot for slot, n in own.items() if n >= self.cfg.max_replicas_per_node]
-        if own and len(own) < min(self.cfg.min_nodes_per_workload, sum(own.values()) + 1):
+        if own and len(own) < min(self._min_nodes(snap), sum(own.values()) + 1):
             # The workload still needs more distinct nodes: no pull toward nodes already hosting it.
             crowded += list(own)
         if crowded:
