@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from harmonic.rescheduler.runner import RunOptions
 from harmonic.testing.builders import node, pod
 from tests.rescheduler.helpers import PACKING, evicted, pdb, policy, profile, run, ts
@@ -314,3 +316,76 @@ def test_improve_harmony_needs_a_harmony_profile_and_a_gain():
     assert evicted(r) == [] and r.log.plans[0][1] == "skipped"
     r = run(policy(profile("balance", "ImproveHarmony", {"minGain": 1000})), objs, scheduler=HARMONY)
     assert evicted(r) == []
+
+
+def _zoned(name: str, on: str, owner: str = "web", age: int = 7200) -> dict[str, Any]:
+    return P(name, on, cpu="100m", owner=owner, age=age)
+
+
+@pytest.mark.parametrize(
+    ("case", "nodes", "pods", "moved"),
+    [
+        (
+            # Both replicas in zone a after an outage: the younger one goes back to zone b.
+            "two replicas in one zone",
+            [N("a1", zone="a"), N("a2", zone="a"), N("b1", zone="b")],
+            [_zoned("w0", "a1"), _zoned("w1", "a2", age=600)],
+            [("w1", "a2", "b1")],
+        ),
+        (
+            "already spread",
+            [N("a1", zone="a"), N("b1", zone="b")],
+            [_zoned("w0", "a1"), _zoned("w1", "b1")],
+            [],
+        ),
+        ("a single replica", [N("a1", zone="a"), N("b1", zone="b")], [_zoned("w0", "a1")], []),
+        (
+            "one zone in the cluster",
+            [N("a1", zone="a"), N("a2", zone="a")],
+            [_zoned("w0", "a1"), _zoned("w1", "a1")],
+            [],
+        ),
+        (
+            # Zone b has no room: the replacement would land in zone a again, so nothing moves.
+            "no room in the other zone",
+            [N("a1", zone="a"), N("a2", zone="a"), N("b1", cpu="50m", zone="b")],
+            [_zoned("w0", "a1"), _zoned("w1", "a2", age=600)],
+            [],
+        ),
+        (
+            # Each workload on its own: only the one held in one zone moves.
+            "two workloads",
+            [N("a1", zone="a"), N("b1", zone="b")],
+            [
+                _zoned("w0", "a1"),
+                _zoned("w1", "a1", age=60),
+                _zoned("x0", "a1", "api"),
+                _zoned("x1", "b1", "api"),
+            ],
+            [("w1", "a1", "b1")],
+        ),
+    ],
+)
+def test_restore_zone_spread(case: str, nodes: list[Any], pods: list[Any], moved: list[tuple[str, str, str]]):
+    r = run(policy(profile("balance", "RestoreZoneSpread")), nodes + pods)
+    assert [(e.pod.name, e.node, e.to) for e in r.log.evictions] == moved, case
+
+
+def test_restore_zone_spread_respects_the_disruption_budget():
+    nodes = [N("a1", zone="a"), N("a2", zone="a"), N("b1", zone="b")]
+    pods = [_zoned("w0", "a1"), _zoned("w1", "a2", age=600)]
+    for p in pods:
+        p["metadata"]["labels"] = {"app": "web"}
+    r = run(
+        policy(profile("balance", "RestoreZoneSpread")), nodes + pods + [pdb("web", "web", minAvailable=2)]
+    )
+    assert r.log.evictions == []
+
+
+def test_restore_zone_spread_args_are_validated():
+    from pydantic import ValidationError
+
+    from harmonic.rescheduler.plugins.restorezonespread import RestoreZoneSpreadArgs
+
+    with pytest.raises(ValidationError, match=r"min_replicas|minReplicas"):
+        RestoreZoneSpreadArgs.model_validate({"minReplicas": 1})

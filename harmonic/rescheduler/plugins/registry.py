@@ -14,6 +14,7 @@ from harmonic.rescheduler.plugins.nodetaints import RemovePodsViolatingNodeTaint
 from harmonic.rescheduler.plugins.podlifetime import PodLifeTime
 from harmonic.rescheduler.plugins.removeduplicates import RemoveDuplicates
 from harmonic.rescheduler.plugins.removefailedpods import RemoveFailedPods
+from harmonic.rescheduler.plugins.restorezonespread import RestoreZoneSpread
 from harmonic.rescheduler.plugins.toomanyrestarts import RemovePodsHavingTooManyRestarts
 from harmonic.rescheduler.plugins.topologyspread import RemovePodsViolatingTopologySpreadConstraint
 
@@ -31,6 +32,7 @@ PLUGINS: tuple[type[ReschedulerPlugin], ...] = (
     MakeRoomForPending,
     Consolidate,
     ImproveHarmony,
+    RestoreZoneSpread,
 )
 
 
