@@ -183,3 +183,14 @@ def test_cli_once_against_the_api_server(api, tmp_path):
     )
     assert real.exit_code == 0, real.output
     assert api.get("pods", "a", "default") is None
+
+
+def test_restore_zone_spread_evicts_through_the_eviction_api(api, transport):
+    load(api, [N("a1", zone="a"), N("a2", zone="a"), N("b1", zone="b"), P("w0", "a1"), P("w1", "a2")])
+    lr = live(transport, policy(profile("balance", "RestoreZoneSpread")))
+    r = lr.cycle()
+    assert [(e.pod.name in ("w0", "w1"), e.to) for e in r.evicted] == [(True, "b1")]
+    gone = r.evicted[0].pod.name
+    assert api.get("pods", gone, "default") is None
+    assert {p["metadata"]["name"] for p in api.list("pods")} == {"w0", "w1"} - {gone}
+    assert 'result="success",strategy="RestoreZoneSpread"} 1.0' in lr.metrics().decode()
