@@ -5,11 +5,13 @@ violations, lowest highest priority, smallest priority sum, fewest victims, late
 where the preemptor's own workload already runs. On a cluster full of batch, a service replica
 recreated after a node or zone failure is placed by preemption, not by scoring, and can land in the
 zone that already holds its siblings: the next zone outage then takes them all. This plugin is
-DefaultPreemption with one more criterion, tried after "fewest victims" and before "latest start": the
-candidate whose zone holds the fewest running replicas of the preemptor's workload. Victims are chosen
-exactly as DefaultPreemption chooses them, and no more are evicted; only which of equally cheap
-candidates is used changes. Pods of no workload (bare pods) and nodes without a zone label leave the
-choice to DefaultPreemption's last criterion.
+DefaultPreemption with two more criteria, tried after "fewest victims" and before "latest start": the
+candidate whose zone holds the fewest running replicas of the preemptor's workload; then the candidate
+whose victims leave the fewest serving workloads (ReplicaSets, StatefulSets) without a running replica
+in that zone, so that when batch outranks services, preemption takes a service's spare replica
+before the last one a zone has. Victims are chosen exactly as DefaultPreemption chooses them, and no
+more are evicted; only which of equally cheap candidates is used changes. Pods of no workload (bare
+pods) and nodes without a zone label leave the choice to DefaultPreemption's last criterion.
 
 Use it instead of DefaultPreemption in a profile (disable DefaultPreemption). Args: DefaultPreemption's
 (``minCandidateNodesPercentage`` 10, ``minCandidateNodesAbsolute`` 100) and ``zoneLabel``
@@ -36,6 +38,9 @@ from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Status
 from harmonic.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from harmonic.signals.identity import workload_id
+
+#: Owners whose replicas serve requests, so that losing a zone's last one is an availability loss.
+_SERVING = frozenset({"ReplicaSet", "StatefulSet"})
 
 
 class SpreadingPreemptionArgs(DefaultPreemptionArgs):
@@ -97,19 +102,38 @@ class SpreadingPreemption(DefaultPreemption):
                 counts[zone] += n
         return codes, counts
 
+    def _zones_emptied(self, c: Candidate) -> float:
+        """Minus the number of serving workloads (ReplicaSets, StatefulSets) among ``c``'s victims that
+        would have no running replica left in the candidate's zone."""
+        codes = self.handle.snapshot.label(self.zone_label).codes
+        zone = int(codes[c.slot])
+        if zone < 0:
+            return 0.0
+        taken = Counter(
+            workload_id(v) for v in c.victims if v.controller is not None and v.controller.kind in _SERVING
+        )
+        emptied = 0
+        for workload, k in taken.items():
+            slots = self._siblings.replicas.get(workload, Counter())
+            if sum(n for slot, n in slots.items() if codes[slot] == zone) <= k:
+                emptied += 1
+        return -float(emptied)
+
     def ordered_score_funcs(self, candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
-        pod = self._preemptor
-        if pod is None or pod.controller is None:
-            return []
-        codes, counts = self._replicas_per_zone(pod)
-        if not counts.any():
-            return []
-        # Unlabelled nodes rank with the most crowded zone: nothing says they spread the workload.
-        crowded = int(counts.max())
-
-        def fewest_siblings_in_zone(c: Candidate) -> float:
-            zone = int(codes[c.slot])
-            return -float(counts[zone] if zone >= 0 else crowded)
-
         *cheapest, latest_start = DEFAULT_SCORE_FUNCS
-        return [*cheapest, fewest_siblings_in_zone, latest_start]
+        funcs: list[Callable[[Candidate], float]] = list(cheapest)
+        pod = self._preemptor
+        if pod is not None and pod.controller is not None:
+            codes, counts = self._replicas_per_zone(pod)
+            if counts.any():
+                # Unlabelled nodes rank with the most crowded zone: nothing says they spread the workload.
+                crowded = int(counts.max())
+
+                def fewest_siblings_in_zone(c: Candidate) -> float:
+                    zone = int(codes[c.slot])
+                    return -float(counts[zone] if zone >= 0 else crowded)
+
+                funcs.append(fewest_siblings_in_zone)
+        funcs.append(self._zones_emptied)
+        funcs.append(latest_start)
+        return funcs

@@ -109,3 +109,54 @@ def _chosen(plugin_name: str, pods: list[dict[str, Any]], preemptor: dict[str, A
 def test_spreading_preemption_picks_the_zone_with_fewest_siblings(name, pods, preemptor, default, spreading):
     assert _chosen("DefaultPreemption", pods, preemptor) == default, name
     assert _chosen("SpreadingPreemption", pods, preemptor) == spreading, name
+
+
+def _service(name: str, on: str, started_ns: int, owner: str = "api-h1") -> dict[str, Any]:
+    """A low-priority serving replica (the Jobs outrank it)."""
+    b = pod(name).uid(name).priority(LOW).owner("ReplicaSet", owner).label("pod-template-hash", "h1")
+    obj = b.req(cpu="1").node(on).obj()
+    obj.setdefault("status", {})["startTime"] = f"1970-01-01T00:00:00.{started_ns:09d}Z"
+    return obj
+
+
+def _urgent(name: str, on: str | None = None) -> dict[str, Any]:
+    b = pod(name).uid(name).priority(HIGH).owner("Job", "urgent").req(cpu="1")
+    return (b.node(on) if on else b).obj()
+
+
+@pytest.mark.parametrize(
+    ("name", "pods", "default", "spreading"),
+    [
+        (
+            # api runs twice in zone a (n1, n2) and once in zone b (n3); n0 and n4 hold pods the Job
+            # cannot preempt. Every candidate costs one victim; n3's started last, so DefaultPreemption
+            # takes zone b's only api replica. SpreadingPreemption takes a zone-a one instead.
+            "a service's last replica in a zone is kept",
+            [
+                _urgent("u0", "n0"),
+                _urgent("u4", "n4"),
+                _service("a1", "n1", 1),
+                _service("a2", "n2", 2),
+                _service("a3", "n3", 3),
+            ],
+            ("n3", ["a3"]),
+            ("n2", ["a2"]),
+        ),
+        (
+            # Each zone's replica is its last: no difference, DefaultPreemption's latest start decides.
+            "every victim is a zone's last replica",
+            [
+                _urgent("u0", "n0"),
+                _urgent("u4", "n4"),
+                _urgent("u2", "n2"),
+                _service("a1", "n1", 1),
+                _service("a3", "n3", 3),
+            ],
+            ("n3", ["a3"]),
+            ("n3", ["a3"]),
+        ),
+    ],
+)
+def test_spreading_preemption_keeps_a_zones_last_replica_of_a_service(name, pods, default, spreading):
+    assert _chosen("DefaultPreemption", pods, _urgent("u9")) == default, name
+    assert _chosen("SpreadingPreemption", pods, _urgent("u9")) == spreading, name
