@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from harmonic.cli import main
-from harmonic.testing import node
+from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
 from .conftest import harmonic_run, run_config, wait_until
@@ -92,6 +92,13 @@ def _replace(api: ApiServerDouble, url: str) -> dict[str, str]:
     joins and a probe pod of another owner shows the scheduler ranks it first, create the replacement.
     Where both were bound, once the reservation's outcome is counted."""
     api.create("nodes", node("n2").cap(cpu="64", memory="256Gi", pods=110).obj())
+    # Only once the scheduler has seen n2 does the probe say anything: a pod only n2 admits, bound,
+    # shows its informer has the node (else the probe could be placed before n2 is known).
+    seen = pod("sees-n2").req(cpu="1m").obj()
+    seen["spec"]["schedulerName"] = "harmonic"
+    seen["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n2"}
+    api.create("pods", seen)
+    wait_until(lambda: _node_of(api, "sees-n2"), timeout=30, what="the scheduler seeing n2")
     for name in ("probe-0", "api-1"):
         obj = _service_pod(name, "6", {})
         obj["spec"]["schedulerName"] = "harmonic"
