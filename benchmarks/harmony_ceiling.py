@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harmonic.plugins.registry import default_registry
+from harmonic.sim.profiles import BUNDLED_PROFILES_DIR
 from harmonic.sim.run import BUNDLED_SCENARIO
 from harmonic.sim.stats import mean_ci
 from harmonic.sim.sweep import (
@@ -42,8 +43,7 @@ from harmonic.sim.sweep import (
 )
 from harmonic.sim.truth.config import TRUTH_CLASSES, GroundTruth
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ROOT / "harmonic" / "data" / "profiles" / "harmonic.yaml"
+PROFILES = BUNDLED_PROFILES_DIR / "harmonic.yaml"
 BASE, MINE = "default-scheduler", "harmonic"
 QUIET = {"cpu": 0.0, "memoryBandwidth": 0.0, "io": 0.0}
 

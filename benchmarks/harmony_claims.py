@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harmonic.plugins.registry import default_registry
+from harmonic.sim.profiles import BUNDLED_PROFILES_DIR
 from harmonic.sim.run import BUNDLED_SCENARIO
 from harmonic.sim.stats import interval
 from harmonic.sim.sweep import (
@@ -54,7 +55,7 @@ from harmonic.sim.sweep import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ROOT / "harmonic" / "data" / "profiles" / "harmonic.yaml"
+PROFILES = BUNDLED_PROFILES_DIR / "harmonic.yaml"
 EXAMPLES = ROOT / "examples" / "scenarios"
 BASE, MINE = "default-scheduler", "harmonic"
 
