@@ -19,20 +19,26 @@ from harmonic.api.pod import Pod
 from harmonic.api.resources import CPU, MEMORY
 from harmonic.feedback.resize import opted_in
 from harmonic.feedback.rightsizing import Decision, RightSizer, RoundInput
-from harmonic.signals.feedback.observation import Observation
+from harmonic.signals.feedback.observation import Goal, Observation
 from harmonic.signals.feedback.placement import PlacementView
-from harmonic.signals.feedback.prometheus import TARGET_ANNOTATION
+from harmonic.signals.feedback.prometheus import GOAL_ANNOTATION, TARGET_ANNOTATION
 from harmonic.signals.identity import WorkloadKey, workload_of
 
 
-def slo_target(pod: Pod) -> float | None:
-    """The pod's SLO (``harmonic.dev/flourish-target``) when it is a positive number."""
+def slo_target(pod: Pod, goal: Goal | None = None) -> float | None:
+    """The pod's SLO (``harmonic.dev/flourish-target``, in the metric's unit) as a cost, the unit the
+    right-sizer compares reports in (``Observation.cost``): the target itself for ``minimize``, its
+    inverse for ``maximize``. ``goal`` is the goal the workload's reports carry; without one, the pod's
+    ``harmonic.dev/flourish-goal``. None unless the target is a positive number."""
     text = pod.annotations.get(TARGET_ANNOTATION)
     try:
         value = float(text) if text is not None else None
     except ValueError:
         return None
-    return value if value is not None and value > 0 else None
+    if value is None or not value > 0 or value == float("inf"):
+        return None
+    declared = goal or pod.annotations.get(GOAL_ANNOTATION, "minimize").strip()
+    return 1.0 / value if declared == "maximize" else value
 
 
 @dataclass(frozen=True)
@@ -61,15 +67,20 @@ class RightSizingLoop:
     #: The CPU request after each round, per workload.
     trajectory: dict[WorkloadKey, list[float]] = field(default_factory=dict)
     _gathered: dict[WorkloadKey, _Gathered] = field(default_factory=dict)
+    #: The goal of each workload's latest report: one posted with ``maximize`` is a cost of 1 / value
+    #: whatever the pod's annotation says, so its target is turned the same way.
+    _goals: dict[WorkloadKey, Goal] = field(default_factory=dict)
     _next: float | None = None
 
     def targets(self, view: PlacementView) -> dict[WorkloadKey, float]:
+        """Each workload's SLO as a cost (``slo_target``)."""
         out: dict[WorkloadKey, float] = {}
         for pods in view.by_workload().values():
             for p in pods:
-                t = slo_target(p)
+                key = workload_of(p)
+                t = slo_target(p, self._goals.get(key))
                 if t is not None:
-                    out[workload_of(p)] = t
+                    out[key] = t
         return out
 
     def observe(
@@ -80,6 +91,8 @@ class RightSizingLoop:
         now: float,
     ) -> list[Action]:
         """Store this round's reports and use; the actions due now (a round, or a revert)."""
+        for o in observations:
+            self._goals[o.workload] = o.goal
         targets = self.targets(view)
         for o in observations:
             if o.workload in targets:
