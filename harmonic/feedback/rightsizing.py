@@ -82,6 +82,8 @@ class RoundInput:
     target: float | None
     cpu_use: tuple[float, ...]
     memory_use: tuple[float, ...]
+    #: The reports are of a ``maximize`` metric (costs are 1 / value): the log then speaks in values.
+    maximize: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ class RightSizer:
                 st,
                 grown,
                 memory,
-                f"grow: P{a.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g}",
+                f"grow: {self._versus(r, tail, 'broken')}",
             )
         st.good = cpu if st.good is None else min(st.good, cpu)
         if tail > (1 - a.slo_margin) * r.target or st.step < a.min_step:
@@ -168,7 +170,7 @@ class RightSizer:
                 st,
                 cpu,
                 memory,
-                f"hold: P{a.slo_quantile * 100:g} cost {tail:.3g} within SLO {r.target:.3g}",
+                f"hold: {self._versus(r, tail, 'within')}",
             )
         floor = max(st.failed * (1 + a.min_step), max(r.cpu_use, default=0.0) / a.max_utilization, a.min_cpu)
         cut = max(cpu * (1 - st.step), floor)
@@ -182,7 +184,7 @@ class RightSizer:
             st,
             cut,
             memory,
-            f"cut: P{a.slo_quantile * 100:g} cost {tail:.3g} <= {1 - a.slo_margin:.0%} of SLO {r.target:.3g}",
+            f"cut: {self._versus(r, tail, 'room')}",
         )
 
     def check(self, r: RoundInput, now: float) -> Decision | None:
@@ -204,8 +206,21 @@ class RightSizer:
     ) -> Decision:
         st.step /= 2
         self.reverts += 1
-        reason = f"revert: P{self.args.slo_quantile * 100:g} cost {tail:.3g} > SLO {r.target:.3g} after a cut"
+        reason = f"revert: {self._versus(r, tail, 'broken')} after a cut"
         return self._log(r, now, st, good, memory, reason)
+
+    def _versus(self, r: RoundInput, tail: float, relation: str) -> str:
+        """The tail against the SLO (``relation``: broken, within, room), in the metric's own unit: for
+        a ``maximize`` metric the P95 of the costs is 1 / the P5 of the values."""
+        assert r.target is not None
+        q, keep = self.args.slo_quantile, 1 - self.args.slo_margin
+        if r.maximize:
+            head, slo = f"P{(1 - q) * 100:g} value {1 / tail:.3g}", 1 / r.target
+            tails = {"broken": f"< SLO {slo:.3g}", "room": f">= SLO {slo:.3g} / {keep:.0%}"}
+        else:
+            head, slo = f"P{q * 100:g} cost {tail:.3g}", r.target
+            tails = {"broken": f"> SLO {slo:.3g}", "room": f"<= {keep:.0%} of SLO {slo:.3g}"}
+        return f"{head} {tails.get(relation, f'within SLO {slo:.3g}')}"
 
     def _memory(self, r: RoundInput) -> float:
         a = self.args

@@ -122,7 +122,8 @@ class RightSizingLoop:
         )
         g = self._gathered.get(key, _Gathered())
         costs = tuple(c for at, c in g.costs if abs(at - cpu) <= 1.0)
-        return RoundInput(key, cpu, mem, costs, target, tuple(g.cpu), tuple(g.memory))
+        maximize = self._goals.get(key) == "maximize"
+        return RoundInput(key, cpu, mem, costs, target, tuple(g.cpu), tuple(g.memory), maximize)
 
     def _round(
         self, by_workload: Mapping[WorkloadKey, list[Pod]], targets: Mapping[WorkloadKey, float], now: float

@@ -50,21 +50,22 @@ def test_slo_target_is_a_cost(annotations: dict[str, str], goal: Goal | None, wa
     assert got == (pytest.approx(want) if want is not None else None)
 
 
-def _round(annotations: dict[str, str], throughput: float, goal: Goal) -> float:
+def _round(annotations: dict[str, str], value: float, goal: Goal) -> tuple[float, str]:
     """The CPU request (millicores) the loop gives the trainer after one round of reports at
-    ``throughput`` samples/s, posted with ``goal``."""
+    ``value`` (samples/s or ms), posted with ``goal``, and the decision's reason."""
     snap = Snapshot()
     snap.set_node(parse_node(node("a").cap(cpu="8", memory="32Gi", pods=110).obj()))
     trainer = _pod({"harmonic.dev/resize": "auto", **annotations})
     snap.add_pod(trainer, "a")
     view = PlacementView(snap)
-    loop = RightSizingLoop(RightSizer(), interval=300.0)
+    sizer = RightSizer()
+    loop = RightSizingLoop(sizer, interval=300.0)
     assert loop.observe(view, [], {}, START) == []
-    reports = [view.observation(trainer.key, "samples", throughput, goal, START + i) for i in range(10)]
+    reports = [view.observation(trainer.key, "samples", value, goal, START + i) for i in range(10)]
     usage = {("ml", "trainer-0"): (500.0, 2.0**29)}
     [action] = loop.observe(view, [o for o in reports if o is not None], usage, START + 300.0)
     assert action.workload == TRAINER
-    return action.cpu_millis
+    return action.cpu_millis, sizer.log[-1].reason
 
 
 @pytest.mark.parametrize(
@@ -78,11 +79,15 @@ def _round(annotations: dict[str, str], throughput: float, goal: Goal) -> float:
 def test_a_throughput_slo_grows_a_starved_workload_and_cuts_a_comfortable_one(
     annotations: dict[str, str], goal: Goal
 ) -> None:
-    assert _round(annotations, throughput=120.0, goal=goal) > 2000.0  # below 200/s: the SLO is broken
-    assert _round(annotations, throughput=900.0, goal=goal) < 2000.0  # far above: room to cut
+    cpu, why = _round(annotations, value=120.0, goal=goal)
+    assert cpu > 2000.0 and why == "grow: P5 value 120 < SLO 200"  # below 200/s: the SLO is broken
+    cpu, why = _round(annotations, value=900.0, goal=goal)
+    assert cpu < 2000.0 and why == "cut: P5 value 900 >= SLO 200 / 95%"  # far above: room to cut
 
 
 def test_a_latency_slo_grows_a_slow_workload_and_cuts_a_fast_one() -> None:
     slo = {"harmonic.dev/flourish-target": "200"}
-    assert _round(slo, throughput=350.0, goal="minimize") > 2000.0
-    assert _round(slo, throughput=40.0, goal="minimize") < 2000.0
+    cpu, why = _round(slo, value=350.0, goal="minimize")
+    assert cpu > 2000.0 and why == "grow: P95 cost 350 > SLO 200"
+    cpu, why = _round(slo, value=40.0, goal="minimize")
+    assert cpu < 2000.0 and why == "cut: P95 cost 40 <= 95% of SLO 200"
