@@ -118,3 +118,80 @@ def test_cp_sat_prefers_fewer_moves_than_greedy():
     exact = run(make_room("cp-sat"), [*objs, new])
     assert len(greedy.log.evictions) == 3
     assert [(e.pod.name, e.to) for e in exact.log.evictions] == [("big", "n1")]
+
+
+def _job_pod(name: str, job: str, cpu: str = "5", **spec: object) -> dict:
+    o = pending(name, cpu)
+    o["metadata"]["labels"] = {"app": "etl", "job-name": job, "batch.kubernetes.io/job-name": job}
+    o["spec"].update(spec)
+    return o
+
+
+def _reasons(r) -> dict[str, tuple[str, str]]:
+    return {plan_id.split("/", 1)[1]: (state, why) for plan_id, state, why in r.log.plans}
+
+
+ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "second", "searched"),
+    [
+        ("another Job's pod of the same template", _job_pod("b-0", "b"), False),
+        ("more CPU", _job_pod("b-0", "b", cpu="6"), True),
+        (
+            "another label",
+            {
+                **_job_pod("b-0", "b"),
+                "metadata": {**_job_pod("b-0", "b")["metadata"], "labels": {"app": "report"}},
+            },
+            True,
+        ),  # fmt: skip
+        ("fewer nodes pass its filters", _job_pod("b-0", "b", nodeSelector={"disk": "ssd"}), True),
+        ("its own anti-affinity", _job_pod("b-0", "b", affinity=ANTI), True),
+        (
+            "a hard spread constraint",
+            _job_pod(
+                "b-0",
+                "b",
+                topologySpreadConstraints=[
+                    {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "etl"}}}
+                ],
+            ),
+            True,
+        ),  # fmt: skip
+    ],
+)
+@pytest.mark.parametrize("which", SOLVERS)
+def test_a_run_searches_once_per_kind_of_unresolvable_pod(which, case, second, searched):
+    # 5 CPUs fit on no 4-CPU node: the first pod is searched and found unresolvable; a pod differing
+    # only in its Job's labels gets that outcome without a search, any other is searched itself.
+    objs = [*fragmented(), _job_pod("a-0", "a"), second]
+    objs[0]["metadata"].setdefault("labels", {})["disk"] = "ssd"
+    reasons = _reasons(run(make_room(which), objs))
+    assert reasons["default/a-0"] == ("unresolvable", "no plan within maxMovesPerPod/maxHops")
+    state, why = reasons["default/b-0"]
+    assert state == "unresolvable"
+    assert (why == "no plan within maxMovesPerPod/maxHops") is searched, case
+    assert searched or why == "as default/a-0: no plan within maxMovesPerPod/maxHops"
+
+
+@pytest.mark.parametrize("which", SOLVERS)
+def test_an_unresolvable_kind_does_not_stop_a_resolvable_one(which):
+    objs = [*fragmented(), _job_pod("a-0", "a"), _job_pod("b-0", "b"), _job_pod("c-0", "c", cpu="2")]
+    r = run(make_room(which), objs)
+    assert [n.pod.name for n in r.log.nominations] == ["c-0"] and len(r.log.evictions) == 1
+
+
+@pytest.mark.parametrize("which", SOLVERS)
+def test_a_pod_over_budget_settles_its_kind(which):
+    objs = fragmented()
+    for o in objs[3:]:
+        o["metadata"]["labels"] = {"app": "web"}
+    budget = pdb("web", "web", maxUnavailable=0)
+    r = run(make_room(which), [*objs, budget, _job_pod("a-0", "a", cpu="2"), _job_pod("b-0", "b", cpu="2")])
+    reasons = _reasons(r)
+    assert reasons["default/a-0"][0] == reasons["default/b-0"][0] == "over budget"
+    assert reasons["default/b-0"][1].startswith("as default/a-0: ")

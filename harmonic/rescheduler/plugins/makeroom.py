@@ -16,6 +16,14 @@ plan wins. Each plan is applied to the what-if snapshot and checked there (pendi
 pod pass PreFilter/Filter where the plan puts them) before anything is evicted, and must fit the
 remaining budgets as a whole.
 
+A run searches once per kind of pending pod: a pod that differs from one already found unresolvable (or
+over budget) in the same run only in the labels its controller stamps on each instance (``job-name``,
+``pod-template-hash``...) — same namespace, priority, requests, and the same nodes passing its
+resource-independent filters — gets that pod's outcome without a search. A Job backlog is one search a
+run, not one per pod (the exact search spends up to ``solverTimeLimit`` proving there is no plan). Pods
+with pod (anti-)affinity, hard topology spread constraints, persistent volume claims or resource claims
+are always searched: their own constraints can differ where their requests do not.
+
 Args (all defaulted): ``pendingThreshold`` ("1m"), ``maxMovesPerPod`` (5), ``maxHops`` (2, greedy
 only), ``candidateNodes`` (16), ``maxPlansInFlight`` (1 per run), ``solver`` ("cp-sat"),
 ``solverTimeLimit`` ("1s"), ``destinationNodes`` (32), ``namespaces``.
@@ -73,6 +81,40 @@ class Plan:
         )
 
 
+#: Labels that controllers set per instance (per Job, per ReplicaSet revision, per StatefulSet ordinal):
+#: pods of two Jobs stamped from one template differ in these and nothing the search looks at.
+INSTANCE_LABELS = frozenset(
+    {
+        "controller-uid",
+        "job-name",
+        "batch.kubernetes.io/controller-uid",
+        "batch.kubernetes.io/job-name",
+        "batch.kubernetes.io/job-completion-index",
+        "pod-template-hash",
+        "controller-revision-hash",
+        "statefulset.kubernetes.io/pod-name",
+        "apps.kubernetes.io/pod-index",
+    }
+)
+
+
+def _own_constraints(pod: Pod) -> bool:
+    """Whether the pod carries constraints of its own that the search's outcome depends on beyond its
+    requests and the nodes its probe passes."""
+    spec = pod.spec
+    affinity = spec.get("affinity") or {}
+    hard_spread = any(
+        (c or {}).get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
+    claims = any(
+        "persistentVolumeClaim" in (v or {}) or "ephemeral" in (v or {}) for v in spec.get("volumes") or ()
+    )
+    return bool(
+        affinity.get("podAffinity") or affinity.get("podAntiAffinity") or hard_spread or claims
+    ) or bool(spec.get("resourceClaims"))
+
+
 def probe(pod: Pod) -> Pod:
     """The pod without requests: passes exactly the filters that do not depend on free resources."""
     p = clone_pod(pod)
@@ -101,6 +143,8 @@ class MakeRoomForPending(BalancePlugin):
         ]
         pending.sort(key=lambda p: (-p.priority, created_at(p) or 0.0))
         started = 0
+        #: Outcome (state, reason) of each kind of pod searched in vain this run.
+        settled: dict[tuple[object, ...], tuple[str, str]] = {}
         for p in pending:
             if started >= a.max_plans_in_flight:
                 return
@@ -108,16 +152,25 @@ class MakeRoomForPending(BalancePlugin):
             w = h.whatif
             if w.place(p)[0] is not None:
                 continue  # it fits now: the scheduler will place it
+            kind = self.kind(p)
+            if kind is not None and kind in settled:
+                state, reason = settled[kind]
+                h.log.plans.append((plan_id, state, reason))
+                continue
             mark = w.checkpoint()
             plan = self.search(p, allowed)
             if plan is None:
                 w.undo(mark)
                 h.log.plans.append((plan_id, "unresolvable", "no plan within maxMovesPerPod/maxHops"))
+                if kind is not None:
+                    settled[kind] = ("unresolvable", f"as {p.key}: no plan within maxMovesPerPod/maxHops")
                 continue
             why = h.evictor.budget.can_take([m for m, _, _ in plan.moves])
             if why:
                 w.undo(mark)
                 h.log.plans.append((plan_id, "over budget", why))
+                if kind is not None:
+                    settled[kind] = ("over budget", f"as {p.key}: {why}")
                 continue
             started += 1
             h.log.nominations.append(Nomination(p, plan.node, plan_id))
@@ -126,6 +179,17 @@ class MakeRoomForPending(BalancePlugin):
             )
             for m, src, dst in plan.moves:
                 h.evictor.record_move(m, src, dst, self.NAME, f"make room on {src} for {p.key}", plan_id)
+
+    def kind(self, pod: Pod) -> tuple[object, ...] | None:
+        """What the search's outcome for ``pod`` depends on (module docstring); None when the pod has
+        constraints of its own and is always searched."""
+        if _own_constraints(pod):
+            return None
+        w = self.handle.whatif
+        ok, _ = w.feasible(probe(pod))
+        labels = frozenset((k, v) for k, v in pod.labels.items() if k not in INSTANCE_LABELS)
+        need = w.snapshot.pod_vector(pod)
+        return (pod.namespace, pod.priority, labels, need.tobytes(), np.sort(ok).tobytes())
 
     # ------------------------------------------------------------------ search
     def candidates(self, pod: Pod, allowed: set[str], exclude: set[str]) -> list[str]:
