@@ -120,9 +120,9 @@ def test_cp_sat_prefers_fewer_moves_than_greedy():
     assert [(e.pod.name, e.to) for e in exact.log.evictions] == [("big", "n1")]
 
 
-def _job_pod(name: str, job: str, cpu: str = "5", **spec: object) -> dict:
+def _job_pod(name: str, job: str, cpu: str = "5", app: str = "etl", **spec: object) -> dict:
     o = pending(name, cpu)
-    o["metadata"]["labels"] = {"app": "etl", "job-name": job, "batch.kubernetes.io/job-name": job}
+    o["metadata"]["labels"] = {"app": app, "job-name": job, "batch.kubernetes.io/job-name": job}
     o["spec"].update(spec)
     return o
 
@@ -131,9 +131,9 @@ def _reasons(r) -> dict[str, tuple[str, str]]:
     return {plan_id.split("/", 1)[1]: (state, why) for plan_id, state, why in r.log.plans}
 
 
-ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
-]}}  # fmt: skip
+WEB = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [WEB]}}
+SPREAD = [{"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "etl"}}}]
 
 
 @pytest.mark.parametrize(
@@ -141,27 +141,10 @@ ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
     [
         ("another Job's pod of the same template", _job_pod("b-0", "b"), False),
         ("more CPU", _job_pod("b-0", "b", cpu="6"), True),
-        (
-            "another label",
-            {
-                **_job_pod("b-0", "b"),
-                "metadata": {**_job_pod("b-0", "b")["metadata"], "labels": {"app": "report"}},
-            },
-            True,
-        ),  # fmt: skip
+        ("another label", _job_pod("b-0", "b", app="report"), True),
         ("fewer nodes pass its filters", _job_pod("b-0", "b", nodeSelector={"disk": "ssd"}), True),
         ("its own anti-affinity", _job_pod("b-0", "b", affinity=ANTI), True),
-        (
-            "a hard spread constraint",
-            _job_pod(
-                "b-0",
-                "b",
-                topologySpreadConstraints=[
-                    {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "etl"}}}
-                ],
-            ),
-            True,
-        ),  # fmt: skip
+        ("a hard spread constraint", _job_pod("b-0", "b", topologySpreadConstraints=SPREAD), True),
     ],
 )
 @pytest.mark.parametrize("which", SOLVERS)
