@@ -155,9 +155,9 @@ def test_routing_modes(name, existing, routing, expected):
     ("balance", "expected"),
     [
         # frontend already runs on n1 (zone a); zone b and the unzoned n4 hold none, so zone a gets no
-        # pull; n3: cart 1/1 of zone b -> .25, zone .25 -> 25 -> 100; n4, in a least-populated zone,
-        # gets the floor of 1 -> 4.
-        (True, {"n1": 0, "n2": 0, "n3": 100, "n4": 4}),
+        # pull; n3: cart 1/1 of zone b -> .25, zone .25 -> 25 -> 100; n4, where no peer runs, gets
+        # nothing (its peers run in two zones, a and b: test_peer_zones).
+        (True, {"n1": 0, "n2": 0, "n3": 100, "n4": 0}),
         # Without the guard zone a pulls n2 (zone share .25 -> 8, normalised 32); n1 is still
         # excluded until the workload runs on two nodes.
         (False, {"n1": 0, "n2": 32, "n3": 100, "n4": 0}),
@@ -272,3 +272,79 @@ def test_bad_args(args, field):
     with pytest.raises(ValidationError) as e:
         CommunicationAffinityArgs.model_validate(args)
     assert field in str(e.value) or "nodeWeight + zoneWeight" in str(e.value)
+
+
+def _after_leaving(existing, args, leave: dict, seconds: float):
+    """Scores once the pod ``leave`` has gone from its node and ``seconds`` have passed."""
+    case = {
+        "plugin": "CommunicationAffinity",
+        "args": args,
+        "pod": replica("frontend", 9),
+        "nodes": NODES,
+        "existingPods": [*existing, leave],
+        "services": {"affinity_graph": _Service(EDGES)},
+    }
+    plugin, p, snap, names = build(case)
+    gone = next(q for _, q in snap.all_pods() if q.name == leave["metadata"]["name"])
+    snap.remove_pod(gone, leave["spec"]["nodeName"])
+    plugin.handle.clock.advance(seconds)
+    slots = np.asarray([snap.slot(n) for n in names])
+    state = CycleState()
+    plugin.pre_score(state, p, snap, slots)
+    raw = plugin.score(state, p, snap, slots)
+    return dict(zip(names, plugin.normalize_score(state, p, snap, slots, raw).tolist(), strict=True))
+
+
+BALANCED = {"cohortLabel": "", "minNodesPerWorkload": 1, "nodeFailureSpan": 0}
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "args", "expected"),
+    [
+        (
+            # cart runs in zones a and b, frontend in a: the floor and the pull go to zone b only, not
+            # to the unzoned n4 where no peer runs (a replica there would call out of its zone).
+            "peers in two zones: the floor stays in them",
+            [replica("cart", 0, "n1"), replica("cart", 1, "n3"), replica("frontend", 0, "n1")],
+            BALANCED,
+            {"n1": 0, "n2": 0, "n3": 100, "n4": 0},
+        ),
+        (
+            "window 0: every least-populated zone gets the floor",
+            [replica("cart", 0, "n1"), replica("cart", 1, "n3"), replica("frontend", 0, "n1")],
+            {**BALANCED, "peerZoneWindowSeconds": 0},
+            {"n1": 0, "n2": 0, "n3": 100, "n4": 4},
+        ),
+        (
+            # Peers in zone a alone are not enough zones to survive a's loss: the workload spreads as
+            # without the window (b and the unzoned n4 get the floor; traffic gives none there).
+            "peers in one zone: no restriction",
+            [replica("cart", 0, "n1"), replica("frontend", 0, "n2")],
+            BALANCED,
+            {"n1": 0, "n2": 0, "n3": 100, "n4": 100},
+        ),
+    ],
+)
+def test_peer_zones(name, existing, args, expected):
+    assert _scores(existing, args) == expected, name
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        # cart's replica in zone b went 5 minutes ago (its node failed, it is being replaced): zone b
+        # still counts as the peers', so frontend's next replica goes there (the floor, as no peer
+        # runs there now), not to n4.
+        (300.0, {"n1": 0, "n2": 0, "n3": 100, "n4": 0}),
+        # Gone for longer than the window: the peers run in zone a alone, so no restriction.
+        (900.0, {"n1": 0, "n2": 0, "n3": 100, "n4": 100}),
+    ],
+)
+def test_a_zone_peers_just_left_still_counts_as_theirs(seconds, expected):
+    existing = [replica("cart", 0, "n1"), replica("frontend", 0, "n1")]
+    assert _after_leaving(existing, BALANCED, replica("cart", 1, "n3"), seconds) == expected
+
+
+def test_peer_zone_window_must_not_be_negative():
+    with pytest.raises(ValueError, match="peerZoneWindowSeconds"):
+        _scores([], {"peerZoneWindowSeconds": -1})

@@ -10,6 +10,7 @@ traffic cost a dict entry. Memory is rows x (most nodes any one graph workload r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,18 @@ _MIN_WIDTH = 8
 
 
 class PeerPlacement:
-    def __init__(self, snap: Snapshot, zone_label: str, cohort_label: str = "") -> None:
+    def __init__(
+        self,
+        snap: Snapshot,
+        zone_label: str,
+        cohort_label: str = "",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._snap = snap
+        self._clock = clock
+        #: workload id -> zone code (-1: unlabelled) -> when its last replica there went; kept only with
+        #: a clock. A zone whose replicas are being replaced (node failure, drain) still counts as theirs.
+        self.left: dict[int, dict[int, float]] = {}
         self._zone_label = zone_label
         self._cohort_label = cohort_label
         #: workload id -> slot -> replicas, for every workload with pods.
@@ -115,10 +126,18 @@ class PeerPlacement:
         if old is None or new is None or old_zone != new_zone:
             self._zones_dirty = True
 
+    def recent_zones(self, wids: list[int], since: float) -> set[int]:
+        """Zone codes (-1: unlabelled) the workloads ``wids`` left at or after ``since``."""
+        return {z for wid in wids for z, at in self.left.get(wid, {}).items() if at >= since}
+
     def _change(self, slot: int, pod: Pod, delta: int) -> None:
         wid = workload_id(pod)
         placed = self.sparse.setdefault(wid, {})
         n = placed.get(slot, 0) + delta
+        if delta < 0 and self._clock is not None:
+            column = self._snap.label(self._zone_label)
+            zone = int(column.codes[slot]) if slot < len(column.codes) else -1
+            self.left.setdefault(wid, {})[zone] = self._clock()
         if n > 0:
             placed[slot] = n
         else:

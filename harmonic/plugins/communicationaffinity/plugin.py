@@ -19,7 +19,10 @@ services, and inside a zone chatty peers share nodes.
 It never trades availability for locality: a zone already holding more of the workload's replicas
 than its least-populated candidate zone gets no pull, and the least-populated zones always get some
 (``zoneBalance``), so the workload spreads over zones at least as kube-scheduler's default spreading
-would; while a workload runs on fewer than
+would. Where its peers run in two zones or more, those zones alone count (zones where a peer ran
+within ``peerZoneWindowSeconds`` included, so a zone whose replicas are being replaced after a node
+failure keeps its place): a replica in a zone without peers would send every call out of the zone, and
+two zones survive the loss of one. While a workload runs on fewer than
 ``minNodesPerWorkload`` nodes (and has more replicas than that), nodes already hosting it get no pull
 — ``nodeFailureSpan`` nodes when the cluster has fewer zones than that, so that losing one node still
 leaves the workload on two; nodes holding ``maxReplicasPerNode`` of its replicas score 0; filters are
@@ -34,7 +37,8 @@ together). With neither graph peers nor cohort, the plugin skips (no signal).
 
 Args (CommunicationAffinityArgs): ``nodeWeight`` (default 2), ``zoneWeight`` (default 1),
 ``routing`` (``preferZone``), ``zoneBalance`` (true), ``minNodesPerWorkload`` (default 2),
-``nodeFailureSpan`` (default 3; 0 disables),
+``nodeFailureSpan`` (default 3; 0 disables), ``peerZoneWindowSeconds`` (default 600; 0: the floor
+covers every zone),
 ``maxReplicasPerNode`` (default 0 = no absolute cap), ``cohortLabel``
 (``app.kubernetes.io/part-of``; empty disables), ``cohortWeight`` (0.1), ``zoneLabel`` (default
 ``topology.kubernetes.io/zone``), ``telemetry`` (``harmonic.signals.config.TelemetryConfig``: Prometheus,
@@ -80,6 +84,7 @@ class CommunicationAffinityArgs(PluginArgs):
     max_replicas_per_node: int = Field(default=0, ge=0)
     min_nodes_per_workload: int = Field(default=2, ge=1)
     node_failure_span: int = Field(default=3, ge=0)
+    peer_zone_window_seconds: float = Field(default=600.0, ge=0)
     zone_label: str = Field(default=ZONE_LABEL, min_length=1)
     #: Where the graph comes from; used by the scheduler's setup to build the ``affinity_graph``
     #: service (the plugin itself does no I/O).
@@ -102,7 +107,8 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
-        self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label)
+        clock = (lambda: handle.clock.now()) if args.peer_zone_window_seconds > 0 else None
+        self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label, clock)
         self._zones_key: tuple[int, int] | None = None
         self._zones = 0
 
@@ -123,15 +129,33 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
             self._zones_key = key
         return self.cfg.node_failure_span if self._zones < self.cfg.node_failure_span else need
 
+    def _peer_zones(
+        self, peer_ids: list[int], per_zone: np.ndarray, zones: int, cand_zone: np.ndarray
+    ) -> np.ndarray | None:
+        """Candidates in zones where the pod's peers run, or ran within ``peerZoneWindowSeconds`` (a
+        replica being replaced still marks its zone); None — every zone — when that leaves fewer than
+        two candidate zones or the window is 0. A replica in a zone without peers would send all its
+        calls out of the zone, and the zones with peers are enough to survive a zone's loss."""
+        window = self.cfg.peer_zone_window_seconds
+        if window <= 0:
+            return None
+        theirs = per_zone.sum(axis=0) > 0
+        for z in self._placement.recent_zones(peer_ids, self.handle.clock.now() - window):
+            theirs[z if z >= 0 else zones - 1] = True
+        pool = theirs[cand_zone]
+        if len(np.unique(cand_zone[pool])) < 2:
+            return None
+        return pool
+
     def _graph(self) -> GraphView | None:
         source = self.handle.optional_service(AFFINITY_GRAPH)
         return None if source is None else source.view
 
     def _peers(
         self, pod: Pod, me: int, view: GraphView | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """The pod's peers' weights and every (peer, slot, replicas) they run on: graph peers, then its
-        application cohort's other workloads."""
+        application cohort's other workloads; and the peers' workload ids."""
         placement = self._placement
         weights: list[np.ndarray] = []
         peer: list[np.ndarray] = []
@@ -163,10 +187,17 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
                 slot.append(np.fromiter(placed.keys(), dtype=np.int64, count=len(placed)))
                 count.append(np.fromiter(placed.values(), dtype=np.float64, count=len(placed)))
             weights.append(np.full(len(members), each))
+        ids = sorted(known - {me}) + sorted(members)
         if not weights:
             empty = np.zeros(0, dtype=np.int64)
-            return np.zeros(0), empty, empty, np.zeros(0)
-        return np.concatenate(weights), np.concatenate(peer), np.concatenate(slot), np.concatenate(count)
+            return np.zeros(0), empty, empty, np.zeros(0), ids
+        return (
+            np.concatenate(weights),
+            np.concatenate(peer),
+            np.concatenate(slot),
+            np.concatenate(count),
+            ids,
+        )
 
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         view = self._graph()
@@ -174,8 +205,9 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         placement = self._placement
         if view is not None:
             placement.track(view)
-        weights, peer, where, count = self._peers(pod, me, view)
-        if not len(count) or count.sum() <= 0:
+        weights, peer, where, count, peer_ids = self._peers(pod, me, view)
+        peers_run = bool(len(count)) and count.sum() > 0
+        if not peers_run:
             # None of its peers runs yet (the first workload of an application to arrive): gather
             # the workload's own replicas, up to the cap, so the peers that follow find them together.
             own = placement.sparse.get(me)
@@ -237,7 +269,10 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
                 own_zone, weights=np.fromiter(own.values(), dtype=np.float64, count=len(own)), minlength=zones
             )
             here = mine[cand_zone]
-            least = here == here.min()
+            pool = self._peer_zones(peer_ids, per_zone, zones, cand_zone) if peers_run else None
+            if pool is None:
+                pool = np.ones(len(here), dtype=bool)
+            least = pool & (here == here[pool].min())
             raw[~least] = 0
             # And a pull into the least-populated zones even where traffic gives none (a workload
             # without peers, or peers only elsewhere): replicas keep spreading over zones when the
