@@ -91,13 +91,17 @@ def test_second_hop(which):
     assert [(n.pod.name, n.node) for n in r.log.nominations] == [("new", "n0")]
 
 
-@pytest.mark.parametrize("which", SOLVERS)
-def test_plan_over_a_pdb_is_not_started(which):
+def web_under_a_closed_budget() -> list[dict]:
+    """The fragmented cluster with every running pod in app web, under a PDB that allows no eviction."""
     objs = fragmented()
     for o in objs[3:]:
         o["metadata"]["labels"] = {"app": "web"}
-    budget = pdb("web", "web", maxUnavailable=0)
-    r = run(make_room(which), [*objs, budget, pending("big", "2")])
+    return [*objs, pdb("web", "web", maxUnavailable=0)]
+
+
+@pytest.mark.parametrize("which", SOLVERS)
+def test_plan_over_a_pdb_is_not_started(which):
+    r = run(make_room(which), [*web_under_a_closed_budget(), pending("big", "2")])
     assert r.log.evictions == [] and r.log.nominations == []
     assert r.log.plans[-1][1] == "over budget"
 
@@ -170,11 +174,8 @@ def test_an_unresolvable_kind_does_not_stop_a_resolvable_one(which):
 
 @pytest.mark.parametrize("which", SOLVERS)
 def test_a_pod_over_budget_settles_its_kind(which):
-    objs = fragmented()
-    for o in objs[3:]:
-        o["metadata"]["labels"] = {"app": "web"}
-    budget = pdb("web", "web", maxUnavailable=0)
-    r = run(make_room(which), [*objs, budget, _job_pod("a-0", "a", cpu="2"), _job_pod("b-0", "b", cpu="2")])
+    jobs = [_job_pod("a-0", "a", cpu="2"), _job_pod("b-0", "b", cpu="2")]
+    r = run(make_room(which), [*web_under_a_closed_budget(), *jobs])
     reasons = _reasons(r)
     assert reasons["default/a-0"][0] == reasons["default/b-0"][0] == "over budget"
     assert reasons["default/b-0"][1].startswith("as default/a-0: ")
