@@ -5,11 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harmonic.api.node import parse_node
+from harmonic.api.pod import parse_pod
 from harmonic.conformance import build
 from harmonic.framework.cycle_state import CycleState
+from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
+from harmonic.plugins.communicationaffinity.placement import PeerPlacement
 from harmonic.signals.graph import AffinityGraph
-from harmonic.signals.identity import WorkloadKey
+from harmonic.signals.identity import WorkloadKey, workload_id
 from harmonic.signals.telemetry import TrafficSample
 from harmonic.testing import node, pod
 
@@ -348,3 +352,24 @@ def test_a_zone_peers_just_left_still_counts_as_theirs(seconds, expected):
 def test_peer_zone_window_must_not_be_negative():
     with pytest.raises(ValueError, match="peerZoneWindowSeconds"):
         _scores([], {"peerZoneWindowSeconds": -1})
+
+
+def test_departures_older_than_the_window_are_forgotten():
+    # Every finished Job is a workload of its own; a long-running scheduler keeps only recent ones.
+    now = [0.0]
+    snap = Snapshot()
+    snap.set_node(parse_node(node("n1").zone("a").obj()))
+    placement = PeerPlacement(snap, "topology.kubernetes.io/zone", clock=lambda: now[0], window=60.0)
+    jobs = [parse_pod(pod(f"job{i}-x").owner("Job", f"job{i}").node("n1").obj()) for i in range(1100)]
+    for p in jobs[:1024]:
+        snap.add_pod(p, "n1")
+        snap.remove_pod(p, "n1")
+    assert len(placement.left) == 1024
+    now[0] = 100.0  # the first 1024 departures are now older than the window
+    for p in jobs[1024:]:
+        snap.add_pod(p, "n1")
+        snap.remove_pod(p, "n1")
+    assert len(placement.left) < 100
+    zone_a = int(snap.label("topology.kubernetes.io/zone").codes[snap.slot("n1")])
+    assert placement.recent_zones([workload_id(jobs[-1])], since=40.0) == {zone_a}
+    assert placement.recent_zones([workload_id(jobs[0])], since=0.0) == set()

@@ -30,12 +30,16 @@ class PeerPlacement:
         zone_label: str,
         cohort_label: str = "",
         clock: Callable[[], float] | None = None,
+        window: float = 0.0,
     ) -> None:
         self._snap = snap
-        self._clock = clock
-        #: workload id -> zone code (-1: unlabelled) -> when its last replica there went; kept only with
-        #: a clock. A zone whose replicas are being replaced (node failure, drain) still counts as theirs.
+        self._clock = clock if window > 0 else None
+        self._window = window
+        #: workload id -> zone code (-1: unlabelled) -> when a replica there last went, for ``window``
+        #: seconds (kept only with a clock). A zone whose replicas are being replaced (node failure,
+        #: drain) still counts as theirs.
         self.left: dict[int, dict[int, float]] = {}
+        self._prune_above = 1024
         self._zone_label = zone_label
         self._cohort_label = cohort_label
         #: workload id -> slot -> replicas, for every workload with pods.
@@ -130,6 +134,18 @@ class PeerPlacement:
         """Zone codes (-1: unlabelled) the workloads ``wids`` left at or after ``since``."""
         return {z for wid in wids for z, at in self.left.get(wid, {}).items() if at >= since}
 
+    def _prune(self, now: float) -> None:
+        """Forget departures older than the window: every finished Job is a workload of its own, so a
+        long-running scheduler would otherwise keep them all."""
+        since = now - self._window
+        for wid in list(self.left):
+            kept = {z: at for z, at in self.left[wid].items() if at >= since}
+            if kept:
+                self.left[wid] = kept
+            else:
+                del self.left[wid]
+        self._prune_above = max(1024, 2 * len(self.left))
+
     def _change(self, slot: int, pod: Pod, delta: int) -> None:
         wid = workload_id(pod)
         placed = self.sparse.setdefault(wid, {})
@@ -137,7 +153,10 @@ class PeerPlacement:
         if delta < 0 and self._clock is not None:
             column = self._snap.label(self._zone_label)
             zone = int(column.codes[slot]) if slot < len(column.codes) else -1
-            self.left.setdefault(wid, {})[zone] = self._clock()
+            now = self._clock()
+            self.left.setdefault(wid, {})[zone] = now
+            if len(self.left) > self._prune_above:
+                self._prune(now)
         if n > 0:
             placed[slot] = n
         else:

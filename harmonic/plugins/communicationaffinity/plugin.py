@@ -107,8 +107,13 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.cfg: CommunicationAffinityArgs = args
-        clock = (lambda: handle.clock.now()) if args.peer_zone_window_seconds > 0 else None
-        self._placement = PeerPlacement(handle.snapshot, args.zone_label, args.cohort_label, clock)
+        self._placement = PeerPlacement(
+            handle.snapshot,
+            args.zone_label,
+            args.cohort_label,
+            clock=lambda: handle.clock.now(),
+            window=args.peer_zone_window_seconds,
+        )
         self._zones_key: tuple[int, int] | None = None
         self._zones = 0
 
