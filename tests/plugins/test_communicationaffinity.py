@@ -172,6 +172,51 @@ def test_zone_balance_keeps_replicas_spread_over_zones(balance, expected):
     assert _scores(existing, {"zoneBalance": balance, "cohortLabel": ""}) == expected
 
 
+THREE_ZONES = [node("z1").zone("a").obj(), node("z2").zone("b").obj(), node("z3").zone("c").obj()]
+#: catalog runs 4 replicas on 3 zones, two in zone b; frontend runs one in each zone.
+CATALOG_DOUBLED_IN_B = [
+    replica("catalog", 0, "z1"),
+    replica("catalog", 1, "z2"),
+    replica("catalog", 2, "z2"),
+    replica("catalog", 3, "z3"),
+    replica("frontend", 0, "z1"),
+    replica("frontend", 1, "z2"),
+    replica("frontend", 2, "z3"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        (
+            # Every zone holds one frontend (the floor lets all three pull) and each node all of its
+            # zone's catalogs (node share 30/40 everywhere); the catalog is in every zone (presence
+            # 30/40 everywhere): no zone is preferred.
+            "presence only (the default)",
+            {},
+            {"z1": 100, "z2": 100, "z3": 100},
+        ),
+        (
+            # Zone b serves half the catalog's replicas: zone term 30*(.5 + .5*2/4)/40 = .5625 against
+            # 30*(.5 + .5/4)/40 = .46875 -> (1.5 + .5625)/3 = 69 against 66; normalised 100 and 95.
+            "zoneLoadShare .5: the fourth frontend joins the zone that doubles its callee",
+            {"zoneLoadShare": 0.5},
+            {"z1": 95, "z2": 100, "z3": 95},
+        ),
+        (
+            # Share only: 30*(2/4)/40 = .375 against 30*(1/4)/40 = .1875 -> (1.5 + .375)/3 = 63 against
+            # (1.5 + .1875)/3 = 56; normalised 100 and 88.
+            "zoneLoadShare 1",
+            {"zoneLoadShare": 1.0},
+            {"z1": 88, "z2": 100, "z3": 88},
+        ),
+    ],
+)
+def test_zone_load_share_follows_the_peers_zone_shares(name, args, expected):
+    scores = _scores(CATALOG_DOUBLED_IN_B, {"cohortLabel": "", **args}, nodes=THREE_ZONES)
+    assert scores == expected, name
+
+
 def test_zone_balance_spreads_a_workload_traffic_says_nothing_about():
     # db has no peers in the graph and no cohort; its one replica runs on n1 (zone a). Traffic gives
     # no pull anywhere, so the least-populated zones (b, and the unzoned n4) get the floor of 1,
@@ -266,6 +311,9 @@ def test_unknown_workload_skips():
         ({"nodeWeight": 0, "zoneWeight": 0}, "zoneWeight"),
         ({"bogus": 1}, "bogus"),
         ({"nodeFailureSpan": -1}, "nodeFailureSpan"),
+        ({"zoneLoadShare": 1.5}, "zoneLoadShare"),
+        ({"zoneLoadShare": -0.1}, "zoneLoadShare"),
+        ({"zoneLoadShare": 0.5, "routing": "random"}, "zoneLoadShare"),
     ],
 )
 def test_bad_args(args, field):

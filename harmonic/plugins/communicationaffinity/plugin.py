@@ -8,6 +8,10 @@ affinity rules). How calls pick a replica of a peer is the ``routing`` the clust
 - ``preferZone`` (default): a call goes to the peer's replicas in the caller's zone when there are any,
   so placing the pod on node ``n`` of zone ``z`` keeps local
   ``node_share(n) = sum_p w_p * replicas_p(n) / replicas_p(z)`` and ``zone_share(z) = sum_p w_p * [replicas_p(z) > 0]``;
+  with ``zoneLoadShare`` s > 0, ``zone_share(z) = sum_p w_p * ((1 - s) [replicas_p(z) > 0] + s replicas_p(z) / replicas_p)``:
+  a zone's calls all land on its own replicas, so a workload's replica beyond one per zone then joins
+  the zone where its peers have theirs (one zone holds two copies of the call chain, and no replica of
+  a busy callee serves two zones' worth of callers);
 - ``preferNode``: the peer's replica on the same node when there is one (``node_share = sum_p w_p * [replicas_p(n) > 0]``);
 - ``random``: any replica (``node_share = sum_p w_p * replicas_p(n) / replicas_p``, zones likewise);
 
@@ -36,7 +40,8 @@ whose peers do not run yet is drawn toward its own replicas (the peers that foll
 together). With neither graph peers nor cohort, the plugin skips (no signal).
 
 Args (CommunicationAffinityArgs): ``nodeWeight`` (default 2), ``zoneWeight`` (default 1),
-``routing`` (``preferZone``), ``zoneBalance`` (true), ``minNodesPerWorkload`` (default 2),
+``routing`` (``preferZone``), ``zoneLoadShare`` (0; 0..1, ``preferZone`` only), ``zoneBalance`` (true),
+``minNodesPerWorkload`` (default 2),
 ``nodeFailureSpan`` (default 3; 0 disables), ``peerZoneWindowSeconds`` (default 600; 0: the floor
 covers every zone),
 ``maxReplicasPerNode`` (default 0 = no absolute cap), ``cohortLabel``
@@ -78,6 +83,7 @@ class CommunicationAffinityArgs(PluginArgs):
     node_weight: float = Field(default=2.0, ge=0)
     zone_weight: float = Field(default=1.0, ge=0)
     routing: Literal["preferZone", "preferNode", "random"] = "preferZone"
+    zone_load_share: float = Field(default=0.0, ge=0, le=1)
     zone_balance: bool = True
     cohort_label: str = "app.kubernetes.io/part-of"
     cohort_weight: float = Field(default=0.1, ge=0)
@@ -91,9 +97,11 @@ class CommunicationAffinityArgs(PluginArgs):
     telemetry: TelemetryConfig | None = None
 
     @model_validator(mode="after")
-    def _some_weight(self) -> CommunicationAffinityArgs:
+    def _consistent(self) -> CommunicationAffinityArgs:
         if self.node_weight + self.zone_weight <= 0:
             raise ValueError("nodeWeight + zoneWeight must be > 0")
+        if self.zone_load_share > 0 and self.routing != "preferZone":
+            raise ValueError(f"zoneLoadShare models zone-local routing; routing is {self.routing!r}")
         return self
 
 
@@ -243,6 +251,12 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         else:
             denom = per_zone[peer, zone]
             zone_frac = (per_zone > 0).astype(np.float64)
+            load = self.cfg.zone_load_share
+            if routing == "preferZone" and load > 0:
+                share = np.divide(
+                    per_zone, total[:, None], out=np.zeros_like(per_zone), where=total[:, None] > 0
+                )
+                zone_frac = (1.0 - load) * zone_frac + load * share
         if routing == "preferNode":
             contrib = weights[peer] * (count > 0)
         else:
