@@ -44,6 +44,25 @@ def test_descheduler_policy_example_runs():
     assert r.exit_code == 0, r.output
 
 
+def test_improve_harmony_example_runs_with_the_bundled_profile():
+    profiles = Path(__file__).parents[2] / "harmonic" / "data" / "profiles" / "harmonic.yaml"
+    r = CliRunner().invoke(
+        main,
+        [
+            *ARGS,
+            "--policy",
+            str(EXAMPLES / "improve-harmony.yaml"),
+            "--config",
+            str(profiles),
+            "--profile",
+            "harmonic",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["budgetViolations"] == 0
+
+
 def test_bad_policy_is_one_line_naming_the_field(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text(
