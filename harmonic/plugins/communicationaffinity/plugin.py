@@ -9,9 +9,9 @@ affinity rules). How calls pick a replica of a peer is the ``routing`` the clust
   so placing the pod on node ``n`` of zone ``z`` keeps local
   ``node_share(n) = sum_p w_p * replicas_p(n) / replicas_p(z)`` and ``zone_share(z) = sum_p w_p * [replicas_p(z) > 0]``;
   with ``zoneLoadShare`` s > 0, ``zone_share(z) = sum_p w_p * ((1 - s) [replicas_p(z) > 0] + s replicas_p(z) / replicas_p)``:
-  a zone's calls all land on its own replicas, so a workload's replica beyond one per zone then joins
-  the zone where its peers have theirs (one zone holds two copies of the call chain, and no replica of
-  a busy callee serves two zones' worth of callers);
+  a zone's calls all land on its own replicas, so a workload's replica beyond one per zone is drawn to
+  the zone where its peers have theirs, and a callee's replicas follow its callers' (the node term
+  still decides when that zone's cell node is full; docs/harmony.md, "zoneLoadShare");
 - ``preferNode``: the peer's replica on the same node when there is one (``node_share = sum_p w_p * [replicas_p(n) > 0]``);
 - ``random``: any replica (``node_share = sum_p w_p * replicas_p(n) / replicas_p``, zones likewise);
 
