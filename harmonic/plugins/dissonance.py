@@ -15,9 +15,13 @@ batch expected to fill the CPU the node leaves free (docs/harmony.md). The score
 ``100 - 100 * cost / costScale`` clamped to 0..100: an absolute scale. With
 ``latencyCriticalMaxSlowdown`` set, Filter also rejects nodes where a latency-critical pod (``p`` or
 one already there) would be predicted to slow down by more than that fraction — as
-UnschedulableAndUnresolvable, so preemption never evicts pods to meet it.
+UnschedulableAndUnresolvable, so preemption never evicts pods to meet it. With
+``filterLatencyCritical`` false it rejects only the pods that would slow latency-critical pods already
+there, never a latency-critical pod itself: a replica kept out of every node it would suffer on does not
+run at all, which after a failure leaves its workload in fewer zones.
 
 Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset = no filter),
+``filterLatencyCritical`` (true),
 ``anticipatedLatencyCritical`` (1.0), ``latencyCriticalTolerance`` (0.25), ``expectedBatchShare``
 (0..1, 0.5), ``costScale`` (1.0), ``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
 ``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
@@ -58,6 +62,7 @@ _RESOLUTION = 10_000
 
 class DissonanceArgs(PluginArgs):
     latency_critical_max_slowdown: float | None = Field(default=None, ge=0)
+    filter_latency_critical: bool = True
     anticipated_latency_critical: float = Field(default=1.0, ge=0)
     latency_critical_tolerance: float = Field(default=0.25, gt=0)
     cost_scale: float = Field(default=1.0, gt=0)
@@ -162,6 +167,8 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
             return None
         ci = CLASS_INDEX[classify(pod)]
         lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+        if ci == lc and not self.cfg.filter_latency_critical:
+            return None
         if ci == lc:
             checked = slots
         else:

@@ -56,19 +56,22 @@ def test_scores(incoming, expected):
 
 
 @pytest.mark.parametrize(
-    ("limit", "incoming", "rejected"),
+    ("limit", "incoming", "rejected", "filter_lc"),
     [
-        (None, INCOMING_LC, []),
+        (None, INCOMING_LC, [], True),
         # LC after placement on n1: .5*.5 + .1*.25 = .275
-        (0.3, INCOMING_LC, []),
-        (0.2, INCOMING_LC, ["n1"]),
+        (0.3, INCOMING_LC, [], True),
+        (0.2, INCOMING_LC, ["n1"], True),
+        # The incoming latency-critical pod itself is never refused without filterLatencyCritical.
+        (0.2, INCOMING_LC, [], False),
         # batch pod onto n2 (LC there): LC slowdown .1*.25 + .5*.25 = .15
-        (0.1, INCOMING_BATCH, ["n2"]),
-        (0.2, INCOMING_BATCH, []),
+        (0.1, INCOMING_BATCH, ["n2"], True),
+        (0.1, INCOMING_BATCH, ["n2"], False),
+        (0.2, INCOMING_BATCH, [], True),
     ],
 )
-def test_latency_critical_limit(limit, incoming, rejected):
-    args = {} if limit is None else {"latencyCriticalMaxSlowdown": limit}
+def test_latency_critical_limit(limit, incoming, rejected, filter_lc):
+    args = {} if limit is None else {"latencyCriticalMaxSlowdown": limit, "filterLatencyCritical": filter_lc}
     plugin, p, snap, names, slots = _run(incoming, args)
     v = plugin.filter(CycleState(), p, snap, slots)
     failed = [] if v is None else [n for n, c in zip(names, v.code.tolist(), strict=True) if c]
