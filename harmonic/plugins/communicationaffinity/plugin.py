@@ -105,6 +105,14 @@ class CommunicationAffinityArgs(PluginArgs):
         return self
 
 
+def _replica_share(per_zone: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """[peer, zone]: the share of each peer's replicas in each zone (0 for a peer with none)."""
+    share: np.ndarray = np.divide(
+        per_zone, total[:, None], out=np.zeros_like(per_zone), where=total[:, None] > 0
+    )
+    return share
+
+
 class CommunicationAffinity(PreScorePlugin, ScorePlugin):
     NAME: ClassVar[str] = "CommunicationAffinity"
     Args: ClassVar[type[PluginArgs]] = CommunicationAffinityArgs
@@ -245,18 +253,13 @@ class CommunicationAffinity(PreScorePlugin, ScorePlugin):
         routing = self.cfg.routing
         if routing == "random":
             denom = total[peer]
-            zone_frac = np.divide(
-                per_zone, total[:, None], out=np.zeros_like(per_zone), where=total[:, None] > 0
-            )
+            zone_frac = _replica_share(per_zone, total)
         else:
             denom = per_zone[peer, zone]
             zone_frac = (per_zone > 0).astype(np.float64)
-            load = self.cfg.zone_load_share
-            if routing == "preferZone" and load > 0:
-                share = np.divide(
-                    per_zone, total[:, None], out=np.zeros_like(per_zone), where=total[:, None] > 0
-                )
-                zone_frac = (1.0 - load) * zone_frac + load * share
+            load = self.cfg.zone_load_share  # > 0 only under preferZone (validated)
+            if load > 0:
+                zone_frac = (1.0 - load) * zone_frac + load * _replica_share(per_zone, total)
         if routing == "preferNode":
             contrib = weights[peer] * (count > 0)
         else:
