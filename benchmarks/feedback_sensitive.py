@@ -17,7 +17,7 @@ CI):
   model places the new pods;
 - **learning + moves**: `harmonic-feedback` with `feedback.moves: {maxPerRound: 1}` (the learnt model
   also asks the rescheduler's evictor for moves; the `harmonic` twin of the same run moves too, so
-  the ratio is against `harmonic` without moves);
+  the ratio is against `harmonic` without moves), with the CPU-seconds completed (what restarts cost);
 - **prior right**: examples/feedback/prior-right.yaml, `harmonic-feedback` / `harmonic` (learning must
   do no harm where the prior was right).
 
@@ -83,6 +83,13 @@ def _fig(runs: Mapping[int, Any]) -> dict[int, tuple[float, float]]:
     return {seed: _figures(m) for seed, m in runs.items()}
 
 
+def _cpu_seconds(a: Mapping[int, Any], b: Mapping[int, Any]) -> str:
+    """Per-seed ratio of the CPU-seconds completed: what restarts cost the batch work."""
+    return _pm(
+        [a[s]["cpu_seconds_completed"] / b[s]["cpu_seconds_completed"] for s in sorted(set(a) & set(b))]
+    )
+
+
 def _moves(runs: Mapping[int, Any]) -> str:
     """What became of the moves asked for, summed over the seeds: cartservice's, and everyone's."""
     blocks = [m["feedback"]["moves"] for m in runs.values()]
@@ -146,6 +153,7 @@ def main() -> None:
         if "moves" in parts:
             moved = _run(moves, ("harmonic-feedback",), args.seeds, args.jobs, tmp, "moves")
             print(f"  learning + moves:                      {_ratios(_fig(moved['harmonic-feedback']), h)}")
+            print(f"    CPU-seconds completed: {_cpu_seconds(moved['harmonic-feedback'], base['harmonic'])}")
             print(f"    moves: {_moves(moved['harmonic-feedback'])}")
         if "prior-right" in parts:
             right = _run(prior, both, args.seeds, args.jobs, tmp, "prior-right")

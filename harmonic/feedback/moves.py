@@ -1,29 +1,45 @@
 """Move recommendations: a pod that the learnt model predicts would flourish measurably better on
-another node.
+another node, counting what the move does to the pods around it.
 
 For every pod of a workload with reports, the workload's own learnt row (``InterferenceLearner
 .workload_estimate``) predicts its slowdown on each live node from that node's class CPU shares (the
 pod's own share taken out where it runs) — one matrix-vector product over all nodes. Candidates are
 the nodes with free CPU for the pod's request; the rescheduler would still check every filter.
 
+A move also burdens the pods it joins (``priceNeighbours``, on by default): each pod on the target
+takes the learnt class matrix's entry (its class suffering the moved pod's) times the moved pod's CPU
+share of that node, weighted by its class's importance against the moved pod's own
+(``DissonanceModel.importance``). The move's benefit is its own fall of slowdown minus that burden, so a
+move never just hands the suffering to others. What the pods it leaves would shed is not counted: under
+load the room it frees is taken within minutes by whatever is pending, so the relief would be priced
+over a horizon it does not last (counted, it made the advisor ask to move batch pods away from
+latency-critical ones — three times the moves on ``sensitive``, 2% of the CPU-seconds completed lost to
+restarts, and no gain in latency).
+
 A move costs flourishing: the pod restarts, and for ``restartSeconds`` it serves nothing (as Pollux
-prices re-allocation by the time a job loses restarting). Over ``horizonSeconds`` the gain must pay
-for that: the predicted fall of the slowdown, relative to the pod's cost ``1 + slowdown``, must exceed
-``restartSeconds / horizonSeconds`` and ``minGain``, and exceed twice the standard deviation of the
-prediction where the pod runs (hysteresis: an uncertain model recommends nothing). One
-recommendation per workload per ``cooldownSeconds``. Recommendations are reported (the decision log of
-``harmonic model --explain``, metrics.json's ``move_recommendations``); in the simulator with
-``feedback.moves``, and live with ``harmonic run --feedback-moves``, they are asks the rescheduler's
-evictor decides (``relocate``; ``sim.feedback_moves``, ``moves_live``).
+prices re-allocation by the time a job loses restarting). A pod that runs to completion (a Job's)
+also loses the work it has done: the time since it started (``status.startTime``) is added to its
+price, and one whose start is unknown is never recommended (its price cannot be told). Over
+``horizonSeconds`` the benefit must pay for that: relative to the pod's cost ``1 + slowdown``, it must
+exceed ``(restartSeconds + work lost) / horizonSeconds`` and ``minGain``, and exceed twice the
+standard deviation of the pod's own prediction where it runs (hysteresis: an uncertain model
+recommends nothing). One recommendation per workload
+per ``cooldownSeconds``. Recommendations are reported (the decision log of ``harmonic model
+--explain``, metrics.json's ``move_recommendations``); in the simulator with ``feedback.moves``, and
+live with ``harmonic run --feedback-moves``, they are asks the rescheduler's evictor decides
+(``relocate``; ``sim.feedback_moves``, ``moves_live``).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from harmonic.api.pod import Pod
+from harmonic.rescheduler.state import started_at
 from harmonic.signals.feedback.learning import InterferenceLearner
 from harmonic.signals.feedback.placement import PlacementView
 from harmonic.signals.identity import WorkloadKey
@@ -35,6 +51,8 @@ class MoveSettings:
     restart_seconds: float = 30.0
     horizon_seconds: float = 3600.0
     cooldown_seconds: float = 600.0
+    #: Count what the move does to the pods on the node it leaves and on the node it joins.
+    price_neighbours: bool = True
 
 
 @dataclass(frozen=True)
@@ -53,12 +71,18 @@ class MoveAdvice:
     cost: float
     #: The nodes where the predicted gain would pay for the move (``target`` the best of them).
     worth: tuple[str, ...] = ()
+    #: The summed (importance-weighted) slowdown the pods on ``target`` would take on.
+    inflicted: float = 0.0
+    #: The work a run-to-completion pod would lose (seconds since it started), part of ``cost``.
+    lost_seconds: float = 0.0
 
     def describe(self) -> str:
+        neighbours = f", +{self.inflicted:.2f} to the target's pods" if self.inflicted else ""
+        lost = f" (with {self.lost_seconds:.0f} s of work lost)" if self.lost_seconds else ""
         return (
             f"move {self.pod} from {self.node} (best: {self.target}): predicted slowdown "
-            f"{self.here:.2f}±{self.here_sd:.2f} -> {self.there:.2f}, gain {self.gain:.0%} > restart cost "
-            f"{self.cost:.0%} of the horizon"
+            f"{self.here:.2f}±{self.here_sd:.2f} -> {self.there:.2f}{neighbours}, gain {self.gain:.0%} > "
+            f"restart cost{lost} {self.cost:.0%} of the horizon"
         )
 
     def explain(self) -> str:
@@ -72,12 +96,21 @@ class MoveAdvisor:
     issued: int = 0
     _last: dict[WorkloadKey, float] = field(default_factory=dict)
 
-    def advise(self, view: PlacementView, learner: InterferenceLearner, now: float) -> list[MoveAdvice]:
+    def advise(
+        self,
+        view: PlacementView,
+        learner: InterferenceLearner,
+        now: float,
+        started: Callable[[Pod], float | None] = started_at,
+    ) -> list[MoveAdvice]:
+        """``started``: when a pod started, on the clock of ``now`` (default: its ``status.startTime``
+        in epoch seconds); None when unknown."""
         s = self.settings
-        cost = s.restart_seconds / s.horizon_seconds
         slots, names, shares, free = view.nodes()
         if not len(slots):
             return []
+        counts, inv_alloc = view.neighbourhood()
+        model = learner.model
         out: list[MoveAdvice] = []
         for workload, pods in view.by_workload().items():
             last = self._last.get(workload)
@@ -99,33 +132,60 @@ class MoveAdvisor:
                 fits[at] = False
                 if not fits.any():
                     continue
-                cand = np.where(fits, predicted, np.inf)
-                j = int(np.argmin(cand))
-                gain = (now_sd - float(cand[j])) / (1.0 + now_sd)
-                if gain > max(cost, s.min_gain) and now_sd - float(cand[j]) > 2 * spread:
+                lost = 0.0
+                if _runs_to_completion(pod):
+                    start = started(pod)
+                    if start is None:
+                        continue
+                    lost = max(0.0, now - start)
+                cost = (s.restart_seconds + lost) / s.horizon_seconds
+                inflicted = np.zeros(len(names))
+                if s.price_neighbours:
+                    felt = _felt_from(here.klass, model.matrix, model.importance)  # [classes]
+                    # Summed weighted slowdown of each node's pods per unit of the moved pod's share.
+                    inflicted = float(pod.nonzero_cpu) * inv_alloc * (counts @ felt)
+                benefit = now_sd - predicted - inflicted  # [nodes]
+                worth = fits & (benefit > 2 * spread) & (benefit / (1.0 + now_sd) > max(cost, s.min_gain))
+                if not worth.any():
+                    continue
+                j = int(np.argmax(np.where(fits, benefit, -np.inf)))
+                advice = MoveAdvice(
+                    now,
+                    str(workload),
+                    pod.key,
+                    here.node,
+                    names[j],
+                    now_sd,
+                    spread,
+                    float(predicted[j]),
+                    float(benefit[j]) / (1.0 + now_sd),
+                    cost,
                     # Every node that would pay for the move, not only the best: where the scheduler
                     # would really put the replacement must be one of them.
-                    worth = (now_sd - cand > 2 * spread) & (
-                        (now_sd - cand) / (1.0 + now_sd) > max(cost, s.min_gain)
-                    )
-                    advice = MoveAdvice(
-                        now,
-                        str(workload),
-                        pod.key,
-                        here.node,
-                        names[j],
-                        now_sd,
-                        spread,
-                        float(cand[j]),
-                        gain,
-                        cost,
-                        tuple(names[int(k)] for k in np.flatnonzero(worth)),
-                    )
-                    if best is None or advice.gain > best.gain:
-                        best = advice
+                    tuple(names[int(k)] for k in np.flatnonzero(worth)),
+                    float(inflicted[j]),
+                    lost,
+                )
+                if best is None or advice.gain > best.gain:
+                    best = advice
             if best is not None:
                 out.append(best)
                 self._last[workload] = now
         self.log.extend(out)
         self.issued += len(out)
         return out
+
+
+def _runs_to_completion(pod: Pod) -> bool:
+    owner = pod.controller
+    return owner is not None and owner.kind == "Job"
+
+
+def _felt_from(aggressor: int, matrix: np.ndarray, importance: np.ndarray) -> np.ndarray:
+    """Per victim class: the slowdown one of its pods takes per unit of node CPU share held by class
+    ``aggressor``, weighted by its importance against the aggressor's own (unweighted when the
+    aggressor's class has none)."""
+    own = float(importance[aggressor])
+    weight = importance / own if own > 0 else np.ones_like(importance)
+    out: np.ndarray = matrix[:, aggressor] * weight
+    return out

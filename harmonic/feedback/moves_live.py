@@ -82,6 +82,8 @@ class MoveArgs(PluginArgs):
     min_gain: float = Field(default=0.1, ge=0)
     restart_seconds: float = Field(default=30.0, ge=0)
     horizon_seconds: float = Field(default=3600.0, gt=0)
+    #: Count what a move adds to the pods on its target (``harmonic.feedback.moves``).
+    price_neighbours: bool = True
     #: One ask per workload, and no move of a pod moved (or of its replacement), within it.
     cooldown_seconds: float = Field(default=600.0, ge=0)
     max_per_round: int = Field(default=1, ge=1)
@@ -94,7 +96,13 @@ class MoveArgs(PluginArgs):
     reservation_seconds: float = Field(default=60.0, gt=0)
 
     def settings(self) -> MoveSettings:
-        return MoveSettings(self.min_gain, self.restart_seconds, self.horizon_seconds, self.cooldown_seconds)
+        return MoveSettings(
+            self.min_gain,
+            self.restart_seconds,
+            self.horizon_seconds,
+            self.cooldown_seconds,
+            self.price_neighbours,
+        )
 
 
 def advice_asks(advice: list[MoveAdvice]) -> Asks:

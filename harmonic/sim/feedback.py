@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+from harmonic.api.pod import Pod
 from harmonic.feedback.moves import MoveAdvisor
 from harmonic.feedback.relocate import MoveAsk
 from harmonic.framework.config import Profile
@@ -297,7 +298,7 @@ class SimFeedback:
         self.learner.refresh()
         asks = [
             (a.workload, MoveAsk(a.pod, a.describe(), nodes=frozenset(a.worth)))
-            for a in self.advisor.advise(view, self.learner, now)
+            for a in self.advisor.advise(view, self.learner, now, self._started)
         ]
         if self.rightsizing is not None:
             self.rightsizing.observe(view, observations, now)
@@ -306,6 +307,11 @@ class SimFeedback:
                 for key, node, wl, want in self.rightsizing.take_infeasible()
             ]
         self.moves.ask(asks)
+
+    def _started(self, pod: Pod) -> float | None:
+        """When the simulated kubelet started the pod (its binding: the simulator starts pods at once)."""
+        rec = self.world.records.get(pod.key)
+        return rec.bound_at if rec is not None else None
 
     def decisions(self) -> list[tuple[str, str]]:
         """(workload, text) of every move asked for and resize decided, in time order."""

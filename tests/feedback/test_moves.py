@@ -84,3 +84,106 @@ def test_one_recommendation_per_workload_per_cooldown():
     assert len(advisor.advise(view(), learner, now=0.0)) == 1
     assert advisor.advise(view(), learner, now=599.0) == []
     assert len(advisor.advise(view(), learner, now=600.0)) == 1
+
+
+def crowded_view(web_cpu: str, neighbours: dict[str, list[tuple[str, str, str]]]) -> PlacementView:
+    """web (latency-critical) on a beside a 4-CPU batch-memory Job pod; other nodes hold ``neighbours``:
+    node -> (pod name, owner kind, CPU request)."""
+    snap = Snapshot()
+    for name in ("a", *neighbours):
+        snap.set_node(parse_node(node(name).cap(cpu="8", memory="64Gi", pods=110).obj()))
+    web = pod("web-0").label("app", "web").owner("StatefulSet", "web").req(cpu=web_cpu)
+    snap.add_pod(parse_pod(web.obj()), "a")
+    snap.add_pod(parse_pod(pod("scan-0").owner("Job", "scan").req(cpu="4", memory="40Gi").obj()), "a")
+    for where, pods in neighbours.items():
+        for name, kind, cpu in pods:
+            snap.add_pod(parse_pod(pod(name).owner(kind, name).req(cpu=cpu).obj()), where)
+    return PlacementView(snap)
+
+
+def lc_sensitive_learner() -> InterferenceLearner:
+    """``learnt(3.0, 500)`` with a prior in which latency-critical pods slow each other by 2.0 per unit of
+    node CPU (the reports never vary that share, so web's own row keeps it)."""
+    learner = learnt(3.0, 500)
+    learner.model.set("latency-critical", "latency-critical", 2.0)
+    learner.prior[LC, LC] = 2.0
+    return learner
+
+
+@pytest.mark.parametrize(
+    ("case", "price", "target"),
+    [
+        # web's learnt row: about 0.2 per unit of latency-critical share, 1.1 of batch-cpu share.
+        # b: sixteen 50m serving pods (LC share 0.1) -> web's own slowdown there about 0.02, and web's
+        # 1 CPU (1/8 of the node) costs each of them 0.1 (the class matrix) x 1/8: 0.2 in all.
+        # c: one 1-CPU batch-cpu Job pod (share 1/8) -> web's own slowdown about 0.14, and web costs it
+        # 0.05 x 1/8 at importance 0.25: 0.0016.
+        ("own slowdown only: the serving pods' node", False, "b"),
+        ("with the neighbours: b's sixteen pods lose more than web gains over c", True, "c"),
+    ],
+)
+def test_neighbours_decide_the_target(case, price, target):
+    neighbours = {
+        "b": [(f"svc-{i}", "Deployment", "50m") for i in range(16)],
+        "c": [("crunch-0", "Job", "1")],
+    }
+    [advice] = MoveAdvisor(MoveSettings(price_neighbours=price)).advise(
+        crowded_view("1", neighbours), learnt(3.0, 500), now=0.0
+    )
+    assert advice.target == target, case
+    assert (advice.inflicted > 0) == price
+
+
+@pytest.mark.parametrize(("price", "moves"), [(False, 1), (True, 0)])
+def test_a_move_that_hurts_its_new_neighbours_more_than_it_gains_is_not_recommended(price, moves):
+    # With latency-critical pods slowing each other by 2.0: web (2 CPUs, a quarter of b) would add
+    # 4 x 2.0 x 0.25 = 2.0 to b's pods against its own fall of about 1.3 (about 1.5 on a, 0.2 on b).
+    view = crowded_view("2", {"b": [(f"svc-{i}", "Deployment", "100m") for i in range(4)]})
+    advice = MoveAdvisor(MoveSettings(price_neighbours=price)).advise(view, lc_sensitive_learner(), now=0.0)
+    assert len(advice) == moves
+
+
+ETL = WorkloadKey("default", "etl")
+STARTED = 1_700_000_000.0  # epoch seconds: 2023-11-14T22:13:20Z
+
+
+def job_view(start_time: str | None) -> PlacementView:
+    """etl-0 (a Job's pod, batch-memory) on a beside a 4-CPU batch-memory scan; b empty."""
+    snap = Snapshot()
+    for name in ("a", "b"):
+        snap.set_node(parse_node(node(name).cap(cpu="8", memory="64Gi", pods=110).obj()))
+    etl = pod("etl-0").owner("Job", "etl").req(cpu="1", memory="10Gi").obj()
+    if start_time is not None:
+        etl["status"] = {"startTime": start_time}
+    snap.add_pod(parse_pod(etl), "a")
+    snap.add_pod(parse_pod(pod("scan-0").owner("Job", "scan").req(cpu="4", memory="40Gi").obj()), "a")
+    return PlacementView(snap)
+
+
+def etl_learnt() -> InterferenceLearner:
+    """etl's throughput cost rises by 3.0 per unit of node CPU held by batch-memory: about 1.5 on a."""
+    learner = InterferenceLearner(DissonanceModel())
+    rng = np.random.default_rng(0)
+    reports = []
+    for i in range(500):
+        x = np.zeros(len(CLASSES))
+        x[BM] = rng.uniform(0, 0.6)
+        reports.append(Observation(ETL, BM, "s", 10 * (1 + 3.0 * x[BM]), "minimize", i, neighbours=x))
+    learner.observe(reports)
+    return learner
+
+
+@pytest.mark.parametrize(
+    ("case", "start_time", "since_start", "moves"),
+    [
+        # Gain about 1.5 / 2.5 = 60% of the horizon (an hour).
+        ("started a minute ago: 30 s + 60 s lost is 2.5% of the hour", "2023-11-14T22:13:20Z", 60, 1),
+        ("ran 45 minutes: 30 s + 2700 s lost is 76% of the hour", "2023-11-14T22:13:20Z", 2700, 0),
+        ("no start time: its price cannot be told", None, 60, 0),
+    ],
+)
+def test_a_run_to_completion_pod_pays_for_the_work_it_loses(case, start_time, since_start, moves):
+    advice = MoveAdvisor().advise(job_view(start_time), etl_learnt(), now=STARTED + since_start)
+    assert len(advice) == moves, case
+    if advice:
+        assert advice[0].lost_seconds == since_start and "60 s of work lost" in advice[0].describe()

@@ -118,9 +118,15 @@ def texts(m: LiveMoves) -> list[str]:
 def test_the_args_default_to_the_advisors_settings_and_refuse_nonsense():
     assert MoveArgs().settings() == MoveSettings()
     custom = MoveArgs.model_validate(
-        {"minGain": 0.2, "restartSeconds": 60, "horizonSeconds": 600, "cooldownSeconds": 5}
+        {
+            "minGain": 0.2,
+            "restartSeconds": 60,
+            "horizonSeconds": 600,
+            "cooldownSeconds": 5,
+            "priceNeighbours": False,
+        }
     )
-    assert custom.settings() == MoveSettings(0.2, 60, 600, 5)
+    assert custom.settings() == MoveSettings(0.2, 60, 600, 5, price_neighbours=False)
 
 
 @pytest.mark.parametrize(
@@ -131,6 +137,7 @@ def test_the_args_default_to_the_advisors_settings_and_refuse_nonsense():
         ({"horizonSeconds": 0}, "horizonSeconds"),
         ({"retrySeconds": -1}, "retrySeconds"),
         ({"maxPerPod": 1}, "maxPerPod"),
+        ({"priceNeighbours": "sometimes"}, "priceNeighbours"),
     ],
 )
 def test_bad_args_name_the_field(doc, field):

@@ -37,12 +37,16 @@ class PlacementView:
         self._pods: dict[str, tuple[int, Pod]] = {}
         cap = snap.capacity
         table = np.zeros((cap, len(CLASSES)))
+        counts = np.zeros((cap, len(CLASSES)))
         for slot, pod in snap.all_pods():
             self._pods[pod.key] = (slot, pod)
-            table[slot, CLASS_INDEX[classify(pod)]] += float(pod.nonzero_cpu)
+            k = CLASS_INDEX[classify(pod)]
+            table[slot, k] += float(pod.nonzero_cpu)
+            counts[slot, k] += 1
         alloc = snap.allocatable[:cap, CPU_COL].astype(np.float64)
         inv = np.divide(1.0, alloc, out=np.zeros(cap), where=alloc > 0)
         self._shares = table * inv[:, None]
+        self._counts = counts
         self._inv = inv
         self._snap = snap
         self._free_cpu = alloc - snap.requested[:cap, CPU_COL].astype(np.float64)
@@ -53,6 +57,13 @@ class PlacementView:
         slots = np.flatnonzero(self._snap.live[: len(self._shares)])
         names = [self._snap.node(int(s)).name for s in slots]
         return slots, names, self._shares[slots], self._free_cpu[slots]
+
+    def neighbourhood(self) -> tuple[np.ndarray, np.ndarray]:
+        """Aligned with ``nodes()``: how many pods of each class each node runs ([nodes, classes]), and
+        one over its allocatable CPU (millicores; 0 where it has none) — what a pod's request adds to the
+        share its neighbours feel."""
+        slots = np.flatnonzero(self._snap.live[: len(self._shares)])
+        return self._counts[slots], self._inv[slots]
 
     def pods(self) -> list[Pod]:
         return [p for _, p in self._pods.values()]
