@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,16 +24,12 @@ from harmonic.feedback.service import FeedbackService
 from harmonic.framework.config import load_config
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.registry import default_registry
-from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
-from harmonic.signals.dissonance import DissonanceModel
-from harmonic.signals.feedback.learning import InterferenceLearner
-from harmonic.signals.feedback.observation import Observation
 from harmonic.signals.feedback.placement import PlacementView
-from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.metrics import FEEDBACK_MOVES
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 from tests.cluster.conftest import api, make_transport, transport
+from tests.feedback.test_moves import learnt
 from tests.rescheduler.helpers import pdb
 
 __all__ = ["api", "make_transport", "transport"]
@@ -320,25 +315,6 @@ def test_a_profile_whose_what_if_cannot_be_built_moves_nothing(api, transport):
 
 
 # ---------------------------------------------------------------------- the loop's round, end to end
-LC = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
-BM = CLASS_INDEX[WorkloadClass.BATCH_MEMORY]
-
-
-def _learnt() -> InterferenceLearner:
-    """web's cost rises by 3x per unit of node CPU held by batch-memory, seen 500 times."""
-    learner = InterferenceLearner(DissonanceModel())
-    rng = np.random.default_rng(0)
-    reports = []
-    for i in range(500):
-        x = np.zeros(len(CLASSES))
-        x[BM] = rng.uniform(0, 0.6)
-        reports.append(
-            Observation(
-                WorkloadKey("default", "web"), LC, "ms", 10 * (1 + 3 * x[BM]), "minimize", i, neighbours=x
-            )
-        )
-    learner.observe(reports)
-    return learner
 
 
 def _antagonised(api: ApiServerDouble) -> PlacementView:
@@ -366,7 +342,7 @@ def _antagonised(api: ApiServerDouble) -> PlacementView:
 @pytest.mark.parametrize("execute", [True, False])
 def test_the_loop_moves_what_the_model_predicts_only_with_the_option(api, transport, execute):
     view = _antagonised(api)
-    service = FeedbackService(_learnt(), lambda fn: fn(view))
+    service = FeedbackService(learnt(3.0, 500), lambda fn: fn(view))
     service.moves = moves(transport) if execute else None
     before = counted()
     api.reset_stats()
@@ -387,7 +363,7 @@ def test_the_loop_moves_what_the_model_predicts_only_with_the_option(api, transp
 
 def test_advice_asks_carry_the_nodes_worth_the_move(api):
     view = _antagonised(api)
-    [advice] = MoveAdvisor().advise(view, _learnt(), now=0.0)
+    [advice] = MoveAdvisor().advise(view, learnt(3.0, 500), now=0.0)
     [(workload, a)] = advice_asks([advice])
     assert (workload, a.pod, a.nodes, a.resources) == ("default/web", "default/web-1", frozenset({"b"}), None)
 
