@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harmonic.api.errors import ObjectError
 from harmonic.api.pod import Pod
 from harmonic.rescheduler.state import started_at
 from harmonic.signals.feedback.learning import InterferenceLearner
@@ -101,10 +102,11 @@ class MoveAdvisor:
         view: PlacementView,
         learner: InterferenceLearner,
         now: float,
-        started: Callable[[Pod], float | None] = started_at,
+        started: Callable[[Pod], float | None] | None = None,
     ) -> list[MoveAdvice]:
         """``started``: when a pod started, on the clock of ``now`` (default: its ``status.startTime``
         in epoch seconds); None when unknown."""
+        started = started or _status_start
         s = self.settings
         slots, names, shares, free = view.nodes()
         if not len(slots):
@@ -174,6 +176,14 @@ class MoveAdvisor:
         self.log.extend(out)
         self.issued += len(out)
         return out
+
+
+def _status_start(pod: Pod) -> float | None:
+    """``status.startTime`` in epoch seconds; None when missing or malformed (the price is then unknown)."""
+    try:
+        return started_at(pod)
+    except ObjectError:
+        return None
 
 
 def _runs_to_completion(pod: Pod) -> bool:

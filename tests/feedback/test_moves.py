@@ -168,6 +168,7 @@ def job_view(start_time: str | None) -> PlacementView:
         ("started a minute ago: 30 s + 60 s lost is 2.5% of the hour", "2023-11-14T22:13:20Z", 60, 1),
         ("ran 45 minutes: 30 s + 2700 s lost is 76% of the hour", "2023-11-14T22:13:20Z", 2700, 0),
         ("no start time: its price cannot be told", None, 60, 0),
+        ("a start time that is no time: the same", "yesterday", 60, 0),
     ],
 )
 def test_a_run_to_completion_pod_pays_for_the_work_it_loses(case, start_time, since_start, moves):
