@@ -601,7 +601,11 @@ def run(
         svc.start()
     if fb is not None:
         sched = live.scheduler
-        fb.start(lambda fn: sched.post(lambda: fn(PlacementView(sched.cache.snapshot))))
+        fb.start(
+            lambda fn: sched.post(
+                lambda: fn(PlacementView(sched.cache.snapshot, [q.pod for q in sched.queue.pending_pods()]))
+            )
+        )
     try:
         code = live.run(sync_timeout)
     finally:

@@ -6,15 +6,22 @@ For every pod of a workload with reports, the workload's own learnt row (``Inter
 pod's own share taken out where it runs) — one matrix-vector product over all nodes. Candidates are
 the nodes with free CPU for the pod's request; the rescheduler would still check every filter.
 
-A move also burdens the pods it joins (``priceNeighbours``, on by default): each pod on the target
-takes the learnt class matrix's entry (its class suffering the moved pod's) times the moved pod's CPU
-share of that node, weighted by its class's importance against the moved pod's own
-(``DissonanceModel.importance``). The move's benefit is its own fall of slowdown minus that burden, so a
-move never just hands the suffering to others. What the pods it leaves would shed is not counted: under
-load the room it frees is taken within minutes by whatever is pending, so the relief would be priced
-over a horizon it does not last (counted, it made the advisor ask to move batch pods away from
-latency-critical ones — three times the moves on ``sensitive``, 2% of the CPU-seconds completed lost to
-restarts, and no gain in latency).
+A move also changes its neighbours' lot (``priceNeighbours``, on by default), priced with the learnt
+class matrix — a pod of class *c* slowed by the matrix entry (*c* suffering the other's class) times
+the other's CPU share of the node, weighted by *c*'s importance against the moved pod's own
+(``DissonanceModel.importance``):
+
+- the pods on the target take on the moved pod;
+- the pods left behind may take on a stranger: the room the move frees on its node lets in a pending
+  pod that did not fit there before (the scheduler's queue, where the caller gives it), and the worst
+  such pod is counted (CPU only: the pending pod's other requests are not checked).
+
+The move's benefit is its own fall of slowdown minus both. What the pods left behind would shed is not
+counted: under load the room the move frees is taken within minutes by whatever is pending, so that
+relief would be priced over a horizon it does not last (counted, it made the advisor ask to move batch
+pods away from latency-critical ones — three times the moves on ``sensitive``, 2% of the CPU-seconds
+completed lost to restarts, and no gain in latency); what the newcomer would inflict is the price of
+that same turnover.
 
 A move costs flourishing: the pod restarts, and for ``restartSeconds`` it serves nothing (as Pollux
 prices re-allocation by the time a job loses restarting). A pod that runs to completion (a Job's)
@@ -72,13 +79,17 @@ class MoveAdvice:
     cost: float
     #: The nodes where the predicted gain would pay for the move (``target`` the best of them).
     worth: tuple[str, ...] = ()
-    #: The summed (importance-weighted) slowdown the pods on ``target`` would take on.
+    #: The summed (importance-weighted) slowdown the pods on ``target`` would take on, and the pods left
+    #: on ``node`` from the worst pending pod the freed room would let in.
     inflicted: float = 0.0
+    let_in: float = 0.0
     #: The work a run-to-completion pod would lose (seconds since it started), part of ``cost``.
     lost_seconds: float = 0.0
 
     def describe(self) -> str:
         neighbours = f", +{self.inflicted:.2f} to the target's pods" if self.inflicted else ""
+        if self.let_in:
+            neighbours += f", +{self.let_in:.2f} to the pods left from a pending pod the freed room lets in"
         lost = f" (with {self.lost_seconds:.0f} s of work lost)" if self.lost_seconds else ""
         return (
             f"move {self.pod} from {self.node} (best: {self.target}): predicted slowdown "
@@ -112,6 +123,7 @@ class MoveAdvisor:
         if not len(slots):
             return []
         counts, inv_alloc = view.neighbourhood()
+        pending_class, pending_cpu = view.pending()
         model = learner.model
         out: list[MoveAdvice] = []
         for workload, pods in view.by_workload().items():
@@ -142,11 +154,20 @@ class MoveAdvisor:
                     lost = max(0.0, now - start)
                 cost = (s.restart_seconds + lost) / s.horizon_seconds
                 inflicted = np.zeros(len(names))
+                let_in = 0.0
                 if s.price_neighbours:
-                    felt = _felt_from(here.klass, model.matrix, model.importance)  # [classes]
+                    felt = _felt_by(here.klass, model.matrix, model.importance)  # [victims, aggressors]
                     # Summed weighted slowdown of each node's pods per unit of the moved pod's share.
-                    inflicted = float(pod.nonzero_cpu) * inv_alloc * (counts @ felt)
-                benefit = now_sd - predicted - inflicted  # [nodes]
+                    inflicted = float(pod.nonzero_cpu) * inv_alloc * (counts @ felt[:, here.klass])
+                    cpu = float(pod.nonzero_cpu)
+                    admitted = (pending_cpu > free[at]) & (pending_cpu <= free[at] + cpu)
+                    if admitted.any():
+                        left = counts[at].copy()
+                        left[here.klass] -= 1  # the pod itself
+                        per_share = left @ felt  # [aggressor classes]
+                        harm = pending_cpu[admitted] * inv_alloc[at] * per_share[pending_class[admitted]]
+                        let_in = float(harm.max())
+                benefit = now_sd - predicted - inflicted - let_in  # [nodes]
                 worth = fits & (benefit > 2 * spread) & (benefit / (1.0 + now_sd) > max(cost, s.min_gain))
                 if not worth.any():
                     continue
@@ -166,6 +187,7 @@ class MoveAdvisor:
                     # would really put the replacement must be one of them.
                     tuple(names[int(k)] for k in np.flatnonzero(worth)),
                     float(inflicted[j]),
+                    let_in,
                     lost,
                 )
                 if best is None or advice.gain > best.gain:
@@ -191,11 +213,11 @@ def _runs_to_completion(pod: Pod) -> bool:
     return owner is not None and owner.kind == "Job"
 
 
-def _felt_from(aggressor: int, matrix: np.ndarray, importance: np.ndarray) -> np.ndarray:
-    """Per victim class: the slowdown one of its pods takes per unit of node CPU share held by class
-    ``aggressor``, weighted by its importance against the aggressor's own (unweighted when the
-    aggressor's class has none)."""
-    own = float(importance[aggressor])
+def _felt_by(moved: int, matrix: np.ndarray, importance: np.ndarray) -> np.ndarray:
+    """[victim class, aggressor class]: the slowdown one pod of the victim class takes per unit of node
+    CPU share held by the aggressor class, weighted by the victim's importance against the moved pod's
+    class's (unweighted when that class has none)."""
+    own = float(importance[moved])
     weight = importance / own if own > 0 else np.ones_like(importance)
-    out: np.ndarray = matrix[:, aggressor] * weight
+    out: np.ndarray = matrix * weight[:, None]
     return out

@@ -281,7 +281,8 @@ class SimFeedback:
         if isinstance(reports, str):
             self.no_signal += 1
             return
-        view = PlacementView(self.world.scheduler.cache.snapshot)
+        scheduler = self.world.scheduler
+        view = PlacementView(scheduler.cache.snapshot, [q.pod for q in scheduler.queue.pending_pods()])
         observations = []
         for r in reports:
             key = f"{r.namespace}/{r.pod}"

@@ -8,6 +8,7 @@ lookup per report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +32,10 @@ class PodPlacement:
 
 
 class PlacementView:
-    """Per-node class CPU shares of one snapshot, and pods by ``namespace/name``."""
+    """Per-node class CPU shares of one snapshot, pods by ``namespace/name``, and the pods waiting to be
+    scheduled (``pending``: the scheduler's queue, where the caller has it)."""
 
-    def __init__(self, snap: Snapshot) -> None:
+    def __init__(self, snap: Snapshot, pending: Iterable[Pod] = ()) -> None:
         self._pods: dict[str, tuple[int, Pod]] = {}
         cap = snap.capacity
         table = np.zeros((cap, len(CLASSES)))
@@ -50,6 +52,10 @@ class PlacementView:
         self._inv = inv
         self._snap = snap
         self._free_cpu = alloc - snap.requested[:cap, CPU_COL].astype(np.float64)
+        # A gated pod is not scheduled whatever room appears.
+        waiting = [q for q in pending if not q.scheduling_gates]
+        self._pending_class = np.asarray([CLASS_INDEX[classify(q)] for q in waiting], dtype=np.int64)
+        self._pending_cpu = np.asarray([float(q.nonzero_cpu) for q in waiting], dtype=np.float64)
 
     def nodes(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
         """Live node slots, their names, each one's class CPU shares ([nodes, classes]) and free CPU
@@ -64,6 +70,10 @@ class PlacementView:
         share its neighbours feel."""
         slots = np.flatnonzero(self._snap.live[: len(self._shares)])
         return self._counts[slots], self._inv[slots]
+
+    def pending(self) -> tuple[np.ndarray, np.ndarray]:
+        """The waiting pods' class indices and CPU requests (millicores, non-zero defaults applied)."""
+        return self._pending_class, self._pending_cpu
 
     def pods(self) -> list[Pod]:
         return [p for _, p in self._pods.values()]
