@@ -123,7 +123,6 @@ class MoveAdvisor:
         if not len(slots):
             return []
         counts, inv_alloc = view.neighbourhood()
-        pending_class, pending_cpu = view.pending()
         model = learner.model
         out: list[MoveAdvice] = []
         for workload, pods in view.by_workload().items():
@@ -153,20 +152,12 @@ class MoveAdvisor:
                         continue
                     lost = max(0.0, now - start)
                 cost = (s.restart_seconds + lost) / s.horizon_seconds
-                inflicted = np.zeros(len(names))
-                let_in = 0.0
+                inflicted, let_in = np.zeros(len(names)), 0.0
                 if s.price_neighbours:
-                    felt = _felt_by(here.klass, model.matrix, model.importance)  # [victims, aggressors]
-                    # Summed weighted slowdown of each node's pods per unit of the moved pod's share.
-                    inflicted = float(pod.nonzero_cpu) * inv_alloc * (counts @ felt[:, here.klass])
-                    cpu = float(pod.nonzero_cpu)
-                    admitted = (pending_cpu > free[at]) & (pending_cpu <= free[at] + cpu)
-                    if admitted.any():
-                        left = counts[at].copy()
-                        left[here.klass] -= 1  # the pod itself
-                        per_share = left @ felt  # [aggressor classes]
-                        harm = pending_cpu[admitted] * inv_alloc[at] * per_share[pending_class[admitted]]
-                        let_in = float(harm.max())
+                    felt = _felt_by(here.klass, model.matrix, model.importance)
+                    inflicted, let_in = _neighbours_price(
+                        float(pod.nonzero_cpu), here.klass, at, felt, counts, inv_alloc, free, view.pending()
+                    )
                 benefit = now_sd - predicted - inflicted - let_in  # [nodes]
                 worth = fits & (benefit > 2 * spread) & (benefit / (1.0 + now_sd) > max(cost, s.min_gain))
                 if not worth.any():
@@ -211,6 +202,32 @@ def _status_start(pod: Pod) -> float | None:
 def _runs_to_completion(pod: Pod) -> bool:
     owner = pod.controller
     return owner is not None and owner.kind == "Job"
+
+
+def _neighbours_price(
+    cpu: float,
+    klass: int,
+    at: int,
+    felt: np.ndarray,
+    counts: np.ndarray,
+    inv_alloc: np.ndarray,
+    free: np.ndarray,
+    pending: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, float]:
+    """What moving a pod (``cpu`` millicores, class ``klass``) off node index ``at`` costs its neighbours:
+    per node, what that node's pods would take on if it went there; and what the pods left on ``at``
+    would take on from the worst pending pod its freed room lets in (0 when none)."""
+    # Summed weighted slowdown of each node's pods per unit of the moved pod's share.
+    inflicted: np.ndarray = cpu * inv_alloc * (counts @ felt[:, klass])
+    pending_class, pending_cpu = pending
+    admitted = (pending_cpu > free[at]) & (pending_cpu <= free[at] + cpu)
+    if not admitted.any():
+        return inflicted, 0.0
+    left = counts[at].copy()
+    left[klass] -= 1  # the pod itself
+    per_share = left @ felt  # [aggressor classes]
+    harm = pending_cpu[admitted] * inv_alloc[at] * per_share[pending_class[admitted]]
+    return inflicted, float(harm.max())
 
 
 def _felt_by(moved: int, matrix: np.ndarray, importance: np.ndarray) -> np.ndarray:
