@@ -30,11 +30,10 @@ price, and one whose start is unknown is never recommended (its price cannot be 
 ``horizonSeconds`` the benefit must pay for that: relative to the pod's cost ``1 + slowdown``, it must
 exceed ``(restartSeconds + work lost) / horizonSeconds`` and ``minGain``, and exceed twice the
 standard deviation of the pod's own prediction where it runs (hysteresis: an uncertain model
-recommends nothing). One recommendation per workload
-per ``cooldownSeconds``. Recommendations are reported (the decision log of ``harmonic model
---explain``, metrics.json's ``move_recommendations``); in the simulator with ``feedback.moves``, and
-live with ``harmonic run --feedback-moves``, they are asks the rescheduler's evictor decides
-(``relocate``; ``sim.feedback_moves``, ``moves_live``).
+recommends nothing). One recommendation per workload per ``cooldownSeconds``. Recommendations are
+reported (the decision log of ``harmonic model --explain``, metrics.json's ``move_recommendations``);
+in the simulator with ``feedback.moves``, and live with ``harmonic run --feedback-moves``, they are
+asks the rescheduler's evictor decides (``relocate``; ``sim.feedback_moves``, ``moves_live``).
 """
 
 from __future__ import annotations

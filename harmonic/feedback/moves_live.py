@@ -82,7 +82,8 @@ class MoveArgs(PluginArgs):
     min_gain: float = Field(default=0.1, ge=0)
     restart_seconds: float = Field(default=30.0, ge=0)
     horizon_seconds: float = Field(default=3600.0, gt=0)
-    #: Count what a move adds to the pods on its target (``harmonic.feedback.moves``).
+    #: Count what a move adds to the pods on its target and to those it leaves (the pending pod its freed
+    #: room lets in; ``harmonic.feedback.moves``).
     price_neighbours: bool = True
     #: One ask per workload, and no move of a pod moved (or of its replacement), within it.
     cooldown_seconds: float = Field(default=600.0, ge=0)
