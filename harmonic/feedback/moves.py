@@ -12,9 +12,12 @@ the other's CPU share of the node, weighted by *c*'s importance against the move
 (``DissonanceModel.importance``):
 
 - the pods on the target take on the moved pod;
-- the pods left behind may take on a stranger: the room the move frees on its node lets in a pending
-  pod that did not fit there before (the scheduler's queue, where the caller gives it), and the worst
-  such pod is counted (CPU only: the pending pod's other requests are not checked).
+- the pods left behind may take on a stranger: the room the move frees on its node completes room for
+  one more pod of a shape the cluster is receiving — a pod waiting (the scheduler's queue, where the
+  caller gives it) or one started within ``refillWindowSeconds`` (10 min), since the next of that
+  shape often arrives between two rounds — and the worst such pod is counted (CPU only: its other
+  requests are not checked). Room that already holds one such pod is not spare: taking 3.9 free CPU to
+  4.0 lets in a second 2-CPU pod.
 
 The move's benefit is its own fall of slowdown minus both. What the pods left behind would shed is not
 counted: under load the room the move frees is taken within minutes by whatever is pending, so that
@@ -60,6 +63,8 @@ class MoveSettings:
     cooldown_seconds: float = 600.0
     #: Count what the move does to the pods on the node it leaves and on the node it joins.
     price_neighbours: bool = True
+    #: Pods started this recently count, beside the waiting ones, as what the freed room lets in.
+    refill_window_seconds: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class MoveAdvice:
     #: The nodes where the predicted gain would pay for the move (``target`` the best of them).
     worth: tuple[str, ...] = ()
     #: The summed (importance-weighted) slowdown the pods on ``target`` would take on, and the pods left
-    #: on ``node`` from the worst pending pod the freed room would let in.
+    #: on ``node`` from the worst arriving pod the freed room would let in.
     inflicted: float = 0.0
     let_in: float = 0.0
     #: The work a run-to-completion pod would lose (seconds since it started), part of ``cost``.
@@ -88,7 +93,7 @@ class MoveAdvice:
     def describe(self) -> str:
         neighbours = f", +{self.inflicted:.2f} to the target's pods" if self.inflicted else ""
         if self.let_in:
-            neighbours += f", +{self.let_in:.2f} to the pods left from a pending pod the freed room lets in"
+            neighbours += f", +{self.let_in:.2f} to the pods left from an arriving pod the freed room lets in"
         lost = f" (with {self.lost_seconds:.0f} s of work lost)" if self.lost_seconds else ""
         return (
             f"move {self.pod} from {self.node} (best: {self.target}): predicted slowdown "
@@ -123,6 +128,10 @@ class MoveAdvisor:
             return []
         counts, inv_alloc = view.neighbourhood()
         model = learner.model
+        # What the room a move frees is taken by: the shapes the cluster is receiving, waiting or just
+        # started — the next of them often arrives between two rounds.
+        window = s.refill_window_seconds
+        arrivals = view.arrivals(started, now - window) if window > 0 else view.pending()
         out: list[MoveAdvice] = []
         for workload, pods in view.by_workload().items():
             last = self._last.get(workload)
@@ -155,7 +164,7 @@ class MoveAdvisor:
                 if s.price_neighbours:
                     felt = _felt_by(here.klass, model.matrix, model.importance)
                     inflicted, let_in = _neighbours_price(
-                        float(pod.nonzero_cpu), here.klass, at, felt, counts, inv_alloc, free, view.pending()
+                        float(pod.nonzero_cpu), here.klass, at, felt, counts, inv_alloc, free, arrivals
                     )
                 benefit = now_sd - predicted - inflicted - let_in  # [nodes]
                 worth = fits & (benefit > 2 * spread) & (benefit / (1.0 + now_sd) > max(cost, s.min_gain))
@@ -211,21 +220,24 @@ def _neighbours_price(
     counts: np.ndarray,
     inv_alloc: np.ndarray,
     free: np.ndarray,
-    pending: tuple[np.ndarray, np.ndarray],
+    arrivals: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, float]:
     """What moving a pod (``cpu`` millicores, class ``klass``) off node index ``at`` costs its neighbours:
     per node, what that node's pods would take on if it went there; and what the pods left on ``at``
-    would take on from the worst pending pod its freed room lets in (0 when none)."""
+    would take on from the worst arriving pod its freed room lets in (0 when none)."""
     # Summed weighted slowdown of each node's pods per unit of the moved pod's share.
     inflicted: np.ndarray = cpu * inv_alloc * (counts @ felt[:, klass])
-    pending_class, pending_cpu = pending
-    admitted = (pending_cpu > free[at]) & (pending_cpu <= free[at] + cpu)
+    arriving_class, arriving_cpu = arrivals
+    # Let in: the freed room completes one more pod of that shape. Room that holds one already is not
+    # spare — more of the same shape keep coming — so a move that takes 3.9 free CPU to 4.0 lets in a
+    # second 2-CPU pod.
+    admitted = np.floor((free[at] + cpu) / arriving_cpu) > np.floor(free[at] / arriving_cpu)
     if not admitted.any():
         return inflicted, 0.0
     left = counts[at].copy()
     left[klass] -= 1  # the pod itself
     per_share = left @ felt  # [aggressor classes]
-    harm = pending_cpu[admitted] * inv_alloc[at] * per_share[pending_class[admitted]]
+    harm = arriving_cpu[admitted] * inv_alloc[at] * per_share[arriving_class[admitted]]
     return inflicted, float(harm.max())
 
 

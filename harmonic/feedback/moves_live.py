@@ -82,9 +82,11 @@ class MoveArgs(PluginArgs):
     min_gain: float = Field(default=0.1, ge=0)
     restart_seconds: float = Field(default=30.0, ge=0)
     horizon_seconds: float = Field(default=3600.0, gt=0)
-    #: Count what a move adds to the pods on its target and to those it leaves (the pending pod its freed
+    #: Count what a move adds to the pods on its target and to those it leaves (the arriving pod its freed
     #: room lets in; ``harmonic.feedback.moves``).
     price_neighbours: bool = True
+    #: Pods started this recently count, beside the waiting ones, as arriving.
+    refill_window_seconds: float = Field(default=600.0, ge=0)
     #: One ask per workload, and no move of a pod moved (or of its replacement), within it.
     cooldown_seconds: float = Field(default=600.0, ge=0)
     max_per_round: int = Field(default=1, ge=1)
@@ -103,6 +105,7 @@ class MoveArgs(PluginArgs):
             self.horizon_seconds,
             self.cooldown_seconds,
             self.price_neighbours,
+            self.refill_window_seconds,
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -179,12 +181,19 @@ def test_a_run_to_completion_pod_pays_for_the_work_it_loses(case, start_time, si
         assert advice[0].lost_seconds == since_start and "60 s of work lost" in advice[0].describe()
 
 
-def cell_view(pending: list[tuple[str, str, list[str]]]) -> PlacementView:
+def cell_view(
+    pending: list[tuple[str, str, list[str]]], started: list[tuple[str, str, float]] = ()
+) -> PlacementView:
     """web (1 CPU) on a with six 100m serving pods and a 4-CPU batch-memory scan: 2.4 CPU free there,
-    b empty. ``pending``: (name, CPU, scheduling gates) of pods waiting, each a batch-memory Job's."""
+    b empty. ``pending``: (name, CPU, scheduling gates) of pods waiting, each a batch-memory Job's;
+    ``started``: (name, CPU, seconds before ``STARTED``) of such pods running on c, an 8-CPU node."""
     snap = Snapshot()
-    for name in ("a", "b"):
+    for name in ("a", "b", "c"):
         snap.set_node(parse_node(node(name).cap(cpu="8", memory="64Gi", pods=110).obj()))
+    for name, cpu, ago in started:
+        running = pod(name).owner("Job", "load").req(cpu=cpu, memory="30Gi").obj()
+        running["status"] = {"startTime": datetime.fromtimestamp(STARTED - ago, UTC).isoformat()}
+        snap.add_pod(parse_pod(running), "c")
     snap.add_pod(
         parse_pod(pod("web-0").label("app", "web").owner("StatefulSet", "web").req(cpu="1").obj()), "a"
     )
@@ -206,13 +215,34 @@ def cell_view(pending: list[tuple[str, str, list[str]]]) -> PlacementView:
         # matrix's latency-critical <- batch-memory) x 3/8, 3.4 in all, against web's gain of about 1.4.
         ("a pending pod the freed room lets in", [("load-0", "3", [])], 0),
         ("a pending pod that fits already: the move changes nothing for it", [("load-0", "2", [])], 1),
+        # 1.7 CPU fits in 2.4 once; in 3.4, twice: more of that shape keep coming, so one more gets in.
+        ("room for a second pod of a shape that fits once already", [("load-0", "1.7", [])], 0),
+        ("room for neither a second 1.2-CPU pod nor a third", [("load-0", "1.2", [])], 1),
         ("a pending pod too big even then", [("load-0", "4", [])], 1),
         ("a gated pending pod is not scheduled", [("load-0", "3", ["wait"])], 1),
     ],
 )
 def test_the_room_a_move_frees_prices_the_pending_pod_it_lets_in(case, pending, moves):
-    advice = MoveAdvisor().advise(cell_view(pending), learnt(3.0, 500), now=0.0)
+    advice = MoveAdvisor().advise(cell_view(pending), learnt(3.0, 500), now=STARTED)
     assert len(advice) == moves, case
     assert MoveAdvisor(MoveSettings(price_neighbours=False)).advise(
-        cell_view(pending), learnt(3.0, 500), now=0.0
+        cell_view(pending), learnt(3.0, 500), now=STARTED
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "started", "window", "moves"),
+    [
+        # Nothing waits, but a 3-CPU pod of the kind started 5 minutes ago: the next may come any time.
+        ("a pod of that shape started 5 minutes ago", [("load-0", "3", 300)], 600, 0),
+        ("started 20 minutes ago: the stream may have stopped", [("load-0", "3", 1200)], 600, 1),
+        ("no window: only the queue counts", [("load-0", "3", 300)], 0, 1),
+        ("a shape that fits already", [("load-0", "2", 300)], 600, 1),
+    ],
+)
+def test_pods_just_started_count_as_arriving(case, started, window, moves):
+    settings = MoveSettings(refill_window_seconds=window)
+    advice = MoveAdvisor(settings).advise(cell_view([], started), learnt(3.0, 500), now=STARTED)
+    assert len(advice) == moves, case
+    if advice:
+        assert advice[0].target == "b", case

@@ -119,9 +119,10 @@ def test_the_args_default_to_the_advisors_settings_and_refuse_nonsense():
             "horizonSeconds": 600,
             "cooldownSeconds": 5,
             "priceNeighbours": False,
+            "refillWindowSeconds": 0,
         }
     )
-    assert custom.settings() == MoveSettings(0.2, 60, 600, 5, price_neighbours=False)
+    assert custom.settings() == MoveSettings(0.2, 60, 600, 5, price_neighbours=False, refill_window_seconds=0)
 
 
 @pytest.mark.parametrize(
@@ -133,6 +134,7 @@ def test_the_args_default_to_the_advisors_settings_and_refuse_nonsense():
         ({"retrySeconds": -1}, "retrySeconds"),
         ({"maxPerPod": 1}, "maxPerPod"),
         ({"priceNeighbours": "sometimes"}, "priceNeighbours"),
+        ({"refillWindowSeconds": -60}, "refillWindowSeconds"),
     ],
 )
 def test_bad_args_name_the_field(doc, field):

@@ -8,7 +8,7 @@ lookup per report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,8 @@ class PodPlacement:
 
 class PlacementView:
     """Per-node class CPU shares of one snapshot, pods by ``namespace/name``, and the pods waiting to be
-    scheduled (``pending``: the scheduler's queue, where the caller has it)."""
+    scheduled (``pending``: the scheduler's queue, where the caller has it) or just started
+    (``arrivals``)."""
 
     def __init__(self, snap: Snapshot, pending: Iterable[Pod] = ()) -> None:
         self._pods: dict[str, tuple[int, Pod]] = {}
@@ -74,6 +75,16 @@ class PlacementView:
     def pending(self) -> tuple[np.ndarray, np.ndarray]:
         """The waiting pods' class indices and CPU requests (millicores, non-zero defaults applied)."""
         return self._pending_class, self._pending_cpu
+
+    def arrivals(self, started: Callable[[Pod], float | None], since: float) -> tuple[np.ndarray, np.ndarray]:
+        """The pods the cluster is receiving, as ``pending``: those waiting, then those running that
+        started at or after ``since`` (``started``: a pod's start, None when unknown)."""
+        recent = [p for _, p in self._pods.values() if (t := started(p)) is not None and t >= since]
+        if not recent:
+            return self._pending_class, self._pending_cpu
+        klass = np.asarray([CLASS_INDEX[classify(p)] for p in recent], dtype=np.int64)
+        cpu = np.asarray([float(p.nonzero_cpu) for p in recent], dtype=np.float64)
+        return np.concatenate([self._pending_class, klass]), np.concatenate([self._pending_cpu, cpu])
 
     def pods(self) -> list[Pod]:
         return [p for _, p in self._pods.values()]
