@@ -7,6 +7,7 @@ CPU-seconds completed (what restarts cost the batch work).
 
     python benchmarks/feedback_moves.py                       # examples/feedback/antagonist.yaml, seeds 1-10
     python benchmarks/feedback_moves.py --scenario examples/feedback/sensitive.yaml --seeds 1-3 --jobs 1
+    python benchmarks/feedback_moves.py --scenario examples/scenarios/hotel-batch.yaml --add-feedback
 """
 
 from __future__ import annotations
@@ -73,23 +74,49 @@ def rows(with_moves: Mapping[int, Any], without: Mapping[int, Any]) -> dict[str,
     return out
 
 
+#: What ``--add-feedback`` gives a scenario that has no ``feedback`` block: reports every minute, and
+#: ``harmonic-feedback`` learning from them.
+ADDED_FEEDBACK = {"interval": "1m", "learn": ["harmonic-feedback"]}
+
+
+def with_feedback(doc: Mapping[str, Any], add: bool) -> dict[str, Any] | None:
+    """The scenario with its ``feedback`` block (``ADDED_FEEDBACK`` when it has none and ``add``), moves
+    left out; None when it has none and none may be added."""
+    out = yaml.safe_load(yaml.safe_dump(dict(doc)))
+    if not isinstance(out.get("feedback"), dict):
+        if not add:
+            return None
+        out["feedback"] = dict(ADDED_FEEDBACK)
+    out["feedback"].pop("moves", None)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default=str(ROOT / "examples/feedback/antagonist.yaml"))
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--add-feedback",
+        action="store_true",
+        help=f"give a scenario without a `feedback` block {ADDED_FEEDBACK} (a scenario it was not written for)",
+    )
     args = ap.parse_args()
     logging.disable(logging.WARNING)  # the simulated mesh's "no signal" lines, once per round
-    doc = yaml.safe_load(Path(args.scenario).read_text())
-    if not isinstance(doc.get("feedback"), dict):
-        ap.error(f"--scenario {args.scenario}: no `feedback` block, so nothing would ask for moves")
-    doc["feedback"].pop("moves", None)
+    written = yaml.safe_load(Path(args.scenario).read_text())
+    doc = with_feedback(written, args.add_feedback)
+    if doc is None:
+        ap.error(
+            f"--scenario {args.scenario}: no `feedback` block, so nothing would ask for moves "
+            "(--add-feedback gives it one)"
+        )
     moved = yaml.safe_load(yaml.safe_dump(doc))
     moved["feedback"]["moves"] = {"maxPerRound": 1}
     scenario = Path(args.scenario)
     without = _sweep(doc, scenario, args.seeds, args.jobs)
     with_moves = _sweep(moved, scenario, args.seeds, args.jobs)
-    print(f"== {Path(args.scenario).name}: with feedback.moves {{maxPerRound: 1}} / without, per seed")
+    added = "" if isinstance(written.get("feedback"), dict) else f" (feedback block added: {ADDED_FEEDBACK})"
+    print(f"== {scenario.name}{added}: with feedback.moves {{maxPerRound: 1}} / without, per seed")
     for p in PROFILES:
         print(f"  {p}:")
         for name, text in rows(with_moves[p], without[p]).items():

@@ -52,3 +52,15 @@ def test_a_scenario_without_feedback_is_refused(tmp_path) -> None:
         text=True,
     )
     assert run.returncode == 2 and "no `feedback` block" in run.stderr
+
+
+def test_add_feedback_gives_a_plain_scenario_the_loop_and_keeps_a_written_block(bench: ModuleType) -> None:
+    plain = {"kind": "Scenario", "name": "plain"}
+    assert bench.with_feedback(plain, add=False) is None
+    added = bench.with_feedback(plain, add=True)
+    assert added["feedback"] == {"interval": "1m", "learn": ["harmonic-feedback"]} and "feedback" not in plain
+    written = {"name": "w", "feedback": {"interval": "30s", "learn": ["x"], "moves": {"maxPerRound": 3}}}
+    # A written block is kept as written, whatever the flag; the moves are the benchmark's to set.
+    for add in (False, True):
+        assert bench.with_feedback(written, add)["feedback"] == {"interval": "30s", "learn": ["x"]}
+    assert written["feedback"]["moves"] == {"maxPerRound": 3}
