@@ -6,10 +6,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harmonic.api.node import parse_node
 from harmonic.api.pod import parse_pod
-from harmonic.feedback.moves import MoveAdvisor, MoveSettings
+from harmonic.feedback.moves import MoveAdvisor, MoveSettings, _felt_by, _neighbours_price
 from harmonic.framework.snapshot import Snapshot
 from harmonic.signals.classes import CLASS_INDEX, CLASSES, WorkloadClass
 from harmonic.signals.dissonance import DissonanceModel
@@ -246,3 +248,26 @@ def test_pods_just_started_count_as_arriving(case, started, window, moves):
     assert len(advice) == moves, case
     if advice:
         assert advice[0].target == "b", case
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free=st.floats(0, 8000),
+    moved=st.tuples(st.floats(1, 4000), st.floats(1, 4000)).map(sorted),
+    arriving=st.lists(st.tuples(st.sampled_from(range(len(CLASSES))), st.floats(1, 8000)), max_size=6),
+)
+def test_freeing_more_room_never_lets_in_less(free, moved, arriving):
+    """What the freed room lets in grows with the room: every pod a smaller move lets in, a larger one
+    does too; and a move whose room completes no slot of any arriving shape lets in nothing."""
+    model = DissonanceModel()
+    counts = np.zeros((2, len(CLASSES)))
+    counts[0, LC] = 5  # the moved pod and four left behind on node 0
+    klass = np.asarray([k for k, _ in arriving], dtype=np.int64)
+    cpu = np.asarray([c for _, c in arriving], dtype=np.float64)
+    felt = _felt_by(LC, model.matrix, model.importance)
+    inv = np.full(2, 1 / 8000)
+    free_at = np.asarray([free, 8000.0])
+    small, large = (_neighbours_price(m, LC, 0, felt, counts, inv, free_at, (klass, cpu))[1] for m in moved)
+    assert 0.0 <= small <= large
+    if not any(np.floor((free + moved[1]) / c) > np.floor(free / c) for c in cpu):
+        assert large == 0.0
