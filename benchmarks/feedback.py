@@ -82,7 +82,8 @@ def report(name: str, doc: Mapping[str, Any]) -> None:
                 singled.setdefault(wl, ([], []))[0].append(e["initial"])
                 singled[wl][1].append(e["final"])
         for wl, (a, b) in sorted(singled.items()):
-            print(f"    workload {wl}: own row error {_pm(a)} -> {_pm(b)}")
+            own_fall = [1 - y / x for x, y in zip(a, b, strict=True) if x]
+            print(f"    workload {wl}: own row error {_pm(a)} -> {_pm(b)}; fall {_pm(own_fall)}")
         slo = _per_seed(runs, profile, "feedback.slo_violation_share")
         print(f"    SLO violations (share of reports, truth): {_pm(slo)}")
     for learnt, prior in PAIRS:

@@ -242,7 +242,10 @@ class SimFeedback:
         uses = DissonancePlugin.NAME in profile.plugin_names
         self.learning = uses and (spec.learn is None or world.profile in spec.learn)
         self.learner = InterferenceLearner(
-            _prior(profile), LearningConfig(spec.observation_noise, spec.prior_spread, spec.prior_floor)
+            _prior(profile),
+            LearningConfig(
+                spec.observation_noise, spec.prior_spread, spec.prior_floor, spec.sensitivity_spread
+            ),
         )
         self.initial = self.learner.model.matrix.copy()
         self.apps = SimulatedApps(world, spec)

@@ -459,6 +459,7 @@ class FeedbackSpec(_M):
     observation_noise: float = Field(default=0.5, gt=0)
     prior_spread: float = Field(default=0.5, ge=0)
     prior_floor: float = Field(default=0.1, gt=0)
+    sensitivity_spread: float = Field(default=0.0, ge=0)
     rightsizing: RightSizingSpec | None = None
     moves: FeedbackMovesSpec | None = None
 

@@ -8,11 +8,18 @@ Model. A pod of workload *w* (victim class *c*) reports a cost ``y`` (its flouri
 which is the Dissonance model's own form (slowdown additive over classes, proportional to their CPU
 share) with ``a_w`` the workload's undisturbed cost. Written as ``y / s_w = t_0 + sum_k t_k x_k`` (``s_w``
 the first reports' mean, a unit only) it is linear in ``t``; each workload keeps the sufficient
-statistics of a Bayesian linear regression with a Gaussian prior: ``t_0 ~ N(1, 0.5^2)``,
-``t_k ~ N(prior[c][k], tau_k^2)`` with ``tau_k = priorSpread * prior[c][k] + priorFloor``, and noise of
-relative standard deviation ``observationNoise``. A handful of reports move the estimate little; many
-consistent ones move it all the way. The workload's slowdown from class *k* is ``m_wk = t_k / t_0``
-(uncertainty by the delta method).
+statistics of a Bayesian linear regression with a Gaussian prior: ``t_0 ~ N(1, 0.5^2)``, and the
+slopes ``t_k = f_w * prior[c][k] + d_k`` — the class's row scaled by the workload's own sensitivity
+``f_w ~ N(1, sensitivitySpread^2)``, plus an entry's own departure ``d_k ~ N(0, tau_k^2)`` with
+``tau_k = priorSpread * prior[c][k] + priorFloor`` — with noise of relative standard deviation
+``observationNoise``. Integrating ``f_w`` out leaves a Gaussian prior whose entries move together: a
+workload seen suffering three times its class's slowdown from one aggressor is expected to suffer more
+from the others too, before it has met them (sensitivity as one factor per application, as Bubble-Up
+measures it and Paragon infers it from sparse observations). ``sensitivitySpread`` is 0 by default,
+which makes the entries independent: where one workload makes up its class, an aggressor class the
+prior underrates reads as that workload's sensitivity (docs/feedback.md). A handful of reports move
+the estimate little; many consistent ones move it all the way. The workload's slowdown from class *k* is
+``m_wk = t_k / t_0`` (uncertainty by the delta method).
 
 Per class: the reports of every workload of class *c*, each divided by its workload's estimated
 ``a_w``, give ``y / a_w - 1 = sum_k M_ck x_k + noise``, a second Bayesian regression with the prior row
@@ -58,12 +65,18 @@ class LearningConfig:
     #: Prior standard deviation of an entry: this fraction of the prior value, plus ``prior_floor``.
     prior_spread: float = 0.5
     prior_floor: float = 0.1
+    #: Prior standard deviation of a workload's sensitivity, relative to its class's (the factor its
+    #: whole prior row is scaled by); 0, the default, makes the entries independent (docs/feedback.md
+    #: has what 0.5 gains and where it misleads).
+    sensitivity_spread: float = 0.0
 
     def __post_init__(self) -> None:
         if self.observation_noise <= 0:
             raise ValueError("observationNoise must be > 0")
         if self.prior_spread < 0 or self.prior_floor <= 0:
             raise ValueError("priorSpread must be >= 0 and priorFloor > 0")
+        if self.sensitivity_spread < 0:
+            raise ValueError("sensitivitySpread must be >= 0")
 
 
 @dataclass
@@ -108,6 +121,7 @@ class InterferenceLearner:
         self.rejected = 0
         #: The latest reports of each workload, with their placement.
         self.recent: dict[WorkloadKey, deque[Observation]] = {}
+        self._prior_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ intake
     def observe(self, observations: Iterable[Observation]) -> int:
@@ -138,13 +152,22 @@ class InterferenceLearner:
     def _prior_sd(self, row: np.ndarray) -> np.ndarray:
         return np.asarray(self.config.prior_spread * row + self.config.prior_floor)
 
+    def _workload_prior(self, klass: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and inverse covariance of a class-``klass`` workload's prior on [t_0, t_1..t_N]."""
+        hit = self._prior_cache.get(klass)
+        if hit is None:
+            row = self.prior[klass]
+            cov0 = np.diag(np.concatenate([[_INTERCEPT_SD], self._prior_sd(row)]) ** 2)
+            cov0[1:, 1:] += self.config.sensitivity_spread**2 * np.outer(row, row)
+            hit = self._prior_cache[klass] = (np.concatenate([[1.0], row]), np.linalg.inv(cov0))
+        return hit
+
     def _workload_posterior(self, wm: WorkloadModel) -> tuple[np.ndarray, np.ndarray]:
-        mu0 = np.concatenate([[1.0], self.prior[wm.klass]])
-        sd0 = np.concatenate([[_INTERCEPT_SD], self._prior_sd(self.prior[wm.klass])])
+        mu0, precision0 = self._workload_prior(wm.klass)
         noise2 = self.config.observation_noise**2
-        precision = np.diag(1.0 / sd0**2) + wm.stats.xtx / noise2
+        precision = precision0 + wm.stats.xtx / noise2
         cov = np.linalg.inv(precision)
-        mean = cov @ (mu0 / sd0**2 + wm.stats.xty / noise2)
+        mean = cov @ (precision0 @ mu0 + wm.stats.xty / noise2)
         return mean, cov
 
     def workload_estimate(self, key: WorkloadKey) -> Estimate | None:

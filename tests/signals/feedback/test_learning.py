@@ -96,6 +96,31 @@ def test_a_workload_three_times_as_sensitive_as_its_class_gets_its_own_row():
     assert 1.0 < learner.class_estimate(LC).mean[BM] < 3.0
 
 
+@pytest.mark.parametrize(
+    ("spread", "batch_cpu"),
+    [
+        # Seen only beside batch-memory, at 3x the prior's 1.5: expected to suffer more from batch-cpu
+        # too, which it has never met (prior 0.5) — the more, the wider workloads' sensitivities spread.
+        (0.5, (0.8, 1.1)),
+        (1.0, (1.1, 1.4)),
+        # Independent entries: what it never met stays at the prior.
+        (0.0, (0.48, 0.52)),
+    ],
+)
+def test_a_workload_sensitive_to_one_aggressor_is_expected_sensitive_to_the_others(spread, batch_cpu):
+    rng = np.random.default_rng(7)
+    learner = InterferenceLearner(DissonanceModel(), LearningConfig(sensitivity_spread=spread))
+    learner.observe(reports(rng, 30, {}, workload="touchy"))  # alone first: its undisturbed cost
+    learner.observe(reports(rng, 500, {BM: 4.5}, workload="touchy"))
+    row = learner.workload_estimate(WorkloadKey("shop", "touchy"))
+    assert row is not None
+    assert row.mean[BM] == pytest.approx(4.5, rel=0.05)
+    low, high = batch_cpu
+    assert low <= row.mean[BC] <= high
+    # The class row is not a workload's: an aggressor no report saw stays at the prior there.
+    assert learner.class_estimate(LC).mean[BC] == pytest.approx(DissonanceModel().matrix[LC, BC])
+
+
 def test_only_rows_departing_from_their_class_are_published_for_the_plugin():
     rng = np.random.default_rng(5)
     learner = InterferenceLearner(DissonanceModel())
@@ -144,6 +169,8 @@ def test_reports_without_placement_or_usable_cost_are_rejected():
 def test_config_is_validated():
     with pytest.raises(ValueError, match="observationNoise"):
         LearningConfig(observation_noise=0)
+    with pytest.raises(ValueError, match="sensitivitySpread"):
+        LearningConfig(sensitivity_spread=-0.1)
 
 
 @settings(max_examples=40, deadline=None)
