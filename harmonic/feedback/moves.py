@@ -131,7 +131,10 @@ class MoveAdvisor:
         # What the room a move frees is taken by: the shapes the cluster is receiving, waiting or just
         # started — the next of them often arrives between two rounds.
         window = s.refill_window_seconds
-        arrivals = view.arrivals(started, now - window) if window > 0 else view.pending()
+        if s.price_neighbours and window > 0:
+            arrivals = view.arrivals(started, now - window)
+        else:
+            arrivals = view.pending()
         out: list[MoveAdvice] = []
         for workload, pods in view.by_workload().items():
             last = self._last.get(workload)
