@@ -104,6 +104,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.disable(logging.WARNING)  # the simulated mesh's "no signal" lines, once per round
     written = yaml.safe_load(Path(args.scenario).read_text())
+    if not isinstance(written, dict):
+        ap.error(f"--scenario {args.scenario}: not a scenario (a YAML mapping)")
     doc = with_feedback(written, args.add_feedback)
     if doc is None:
         ap.error(

@@ -64,3 +64,14 @@ def test_add_feedback_gives_a_plain_scenario_the_loop_and_keeps_a_written_block(
     for add in (False, True):
         assert bench.with_feedback(written, add)["feedback"] == {"interval": "30s", "learn": ["x"]}
     assert written["feedback"]["moves"] == {"maxPerRound": 3}
+
+
+def test_a_file_that_is_no_scenario_is_refused(tmp_path) -> None:
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n")
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "feedback_moves.py"), "--scenario", str(listed), "--add-feedback"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2 and "not a scenario" in run.stderr and "Traceback" not in run.stderr
