@@ -4,6 +4,7 @@
     python benchmarks/harmony_random.py --count 24 --first 25         # another 24 (held out)
     python benchmarks/harmony_random.py --config FILE --profile NAME  # judge another profile
     python benchmarks/harmony_random.py --count 5 --write-only --out /tmp/rand   # just the files
+    python benchmarks/harmony_random.py --only 1,16 --seeds 1-10                # chosen scenarios
 
 Scenario ``i`` is drawn from a random generator seeded with ``i`` alone, so the same index always
 gives the same scenario and a range of indices never used while tuning is a held-out set. Each draw
@@ -194,6 +195,26 @@ def _loads(text: str) -> list[str]:
     return loads
 
 
+def _indices(text: str) -> list[int]:
+    try:
+        indices = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"scenario indices are whole numbers, comma-separated; got {text!r}"
+        ) from None
+    if not indices or min(indices) < 0:
+        raise argparse.ArgumentTypeError(f"scenario indices are whole numbers from 0; got {text!r}")
+    return list(dict.fromkeys(indices))
+
+
+def describe(indices: Sequence[int]) -> str:
+    """``indices`` for a message: ``random-3..26`` for a run of consecutive ones, else each one."""
+    ordered = sorted(indices)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"random-{ordered[0]}..{ordered[-1]}"
+    return ", ".join(f"random-{i}" for i in ordered)
+
+
 def verdict(row: Mapping[str, Any]) -> str:
     """One judged row as ``holds``; ``unproven`` (the mean meets the goal, the interval does not);
     ``misses`` (the mean misses it but is no worse than the default); ``worse`` (the mean is worse than
@@ -242,6 +263,9 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=1, help="index of the first scenario (default 1)")
     ap.add_argument("--count", type=int, default=24, help="how many scenarios (default 24)")
     ap.add_argument(
+        "--only", type=_indices, help="these scenario indices, comma-separated, instead of --first/--count"
+    )
+    ap.add_argument(
         "--loads",
         type=_loads,
         default=sorted(LOADS),
@@ -272,11 +296,10 @@ def main() -> int:
         if args.markdown:
             print("\n" + markdown(results))
         return 0
-    indices = [i for i in range(args.first, args.first + args.count) if load_of(i) in args.loads]
+    drawn = args.only or range(args.first, args.first + args.count)
+    indices = [i for i in drawn if load_of(i) in args.loads]
     if not indices:
-        ap.error(
-            f"no scenario among the {args.count} from {args.first} has a load in {', '.join(args.loads)}"
-        )
+        ap.error(f"no scenario among {describe(drawn)} has a load in {', '.join(args.loads)}")
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(args.out or scratch)
         out.mkdir(parents=True, exist_ok=True)
@@ -314,7 +337,7 @@ def run(args: argparse.Namespace, files: Mapping[int, Path]) -> list[dict[str, A
         sys.stdout.flush()
     print_summary(
         results,
-        f"{len(files)} scenarios (random-{min(files)}..{max(files)}), seeds {args.seeds}, "
+        f"{len(files)} scenarios ({describe(list(files))}), seeds {args.seeds}, "
         f"{args.profile} against {BASE}, {time.perf_counter() - t0:.0f} s wall",
     )
     return results

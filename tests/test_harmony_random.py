@@ -136,3 +136,30 @@ def test_markdown_row_per_scenario_with_each_apps_p99_and_verdict_marks(gen):
     assert last.startswith(f"| random-3 | {gen.load_of(3)} | ")
     cells = [c.strip() for c in last.strip("|").split("|")]
     assert cells[3:] == ["-0.050 ✗✗", "—", "—", "0.700 (reported)", "hotel 0.650 ~, shop 1.200 ✗✗", "0.500"]
+
+
+@pytest.mark.parametrize(
+    ("indices", "expected"),
+    [
+        (range(3, 27), "random-3..26"),
+        ([5, 3, 4], "random-3..5"),
+        ([16, 1], "random-1, random-16"),
+        ([7], "random-7"),
+    ],
+)
+def test_describe_names_a_run_as_a_range_and_a_choice_one_by_one(gen, indices, expected):
+    assert gen.describe(indices) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1,16", [1, 16]), ("4, 4,2", [4, 2]), ("x", None), ("-1", None), (",", None)],
+)
+def test_only_takes_whole_indices_once_each(gen, text, expected):
+    import argparse
+
+    if expected is None:
+        with pytest.raises(argparse.ArgumentTypeError):
+            gen._indices(text)
+    else:
+        assert gen._indices(text) == expected
