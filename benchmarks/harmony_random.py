@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from harmony_claims import BASE, MINE, PROFILES, judge
@@ -111,8 +111,27 @@ def _job_stream(r: random.Random, index: int, streams: int, share: float, cores:
     }
 
 
+class Draw(NamedTuple):
+    """One drawn scenario: its document, the batch load it was drawn with, and its cluster and
+    applications in words (the document's description up to the load)."""
+
+    doc: dict[str, Any]
+    load: str
+    shape: str
+
+
 def random_scenario(index: int) -> dict[str, Any]:
     """Scenario ``index`` (a document for `harmonic simulate`); the same index gives the same one."""
+    return draw(index).doc
+
+
+def load_of(index: int) -> str:
+    """The batch load scenario ``index`` was drawn with."""
+    return draw(index).load
+
+
+def draw(index: int) -> Draw:
+    """Scenario ``index`` with what it was drawn with."""
     r = random.Random(index)
     zones = [f"zone-{chr(ord('a') + k)}" for k in range(r.choice([2, 3, 3, 4, 5, 6]))]
     pools = []
@@ -162,12 +181,12 @@ def random_scenario(index: int) -> dict[str, Any]:
         f"{w['namespace']} x{w['replicas']} @{w['userRate']}/s" for w in workloads if w["type"] == "topology"
     )
     outage = "; zone outage" if len(events) > 1 else ""
-    shape = f"{len(zones)} zones, {nodes}; {apps}; batch {load}; {routing}{outage}"
-    return {
+    shape = f"{len(zones)} zones, {nodes}; {apps}"
+    doc = {
         "apiVersion": "harmonic.dev/v1alpha1",
         "kind": "Scenario",
         "name": f"random-{index}",
-        "description": shape,
+        "description": f"{shape}; batch {load}; {routing}{outage}",
         "seed": index,
         "duration": f"{DURATION_MINUTES}m",
         "sampleInterval": "1m",
@@ -177,14 +196,10 @@ def random_scenario(index: int) -> dict[str, Any]:
         "workloads": workloads,
         "events": events,
     }
+    return Draw(doc, load, shape)
 
 
 VERDICTS = ("n/a", "holds", "unproven", "misses", "worse")
-
-
-def load_of(index: int) -> str:
-    """The batch load scenario ``index`` was drawn with."""
-    return str(random_scenario(index)["description"]).split("batch ")[1].split(";")[0]
 
 
 def _loads(text: str) -> list[str]:
@@ -379,7 +394,7 @@ def markdown(results: Sequence[Mapping[str, Any]]) -> str:
     for result in results:
         name = result["scenario"]["name"]
         index = int(name.rsplit("-", 1)[1])
-        shape = str(random_scenario(index)["description"]).split("; batch ")[0]
+        drawn = draw(index)
         cells = []
         for _, goal in MARKDOWN_COLUMNS:
             rows = [
@@ -400,7 +415,7 @@ def markdown(results: Sequence[Mapping[str, Any]]) -> str:
                 mark = _MARK[verdict(r)] if r["judged"] else " (reported)"
                 parts.append(f"{app}{value}{mark}")
             cells.append(", ".join(parts) or "—")
-        lines.append(f"| {name} | {load_of(index)} | {shape} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {drawn.load} | {drawn.shape} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
