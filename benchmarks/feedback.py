@@ -10,6 +10,10 @@ feedback scenarios and print, per scenario, mean ± 95% CI over the seeds of
 
     python benchmarks/feedback.py                       # sweeps of the three scenarios, seeds 1-10, --jobs 2
     python benchmarks/feedback.py --from DIR            # read DIR/<scenario>/sweep.json instead
+    python benchmarks/feedback.py --learner observationNoise=0.2      # the learner's settings changed
+    python benchmarks/feedback.py --scenario examples/feedback/lone-service.yaml  # any file with a feedback block
+    python benchmarks/feedback.py --held-out examples/scenarios/hotel-batch.yaml   # a scenario not written
+                                                        # for the loop: harmonic against harmonic-feedback
 
 With --from the sweeps are the ones `harmonic simulate examples/feedback/<s>.yaml --config
 harmonic/data/profiles/harmonic.yaml --config examples/feedback/harmonic-feedback.yaml --config
@@ -21,9 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
+from feedback_moves import with_feedback
 
 from harmonic.sim.stats import mean_ci
 
@@ -36,6 +44,50 @@ CONFIGS = (
     "examples/feedback/harmonic-limit-feedback.yaml",
 )
 PAIRS = (("harmonic-feedback", "harmonic"), ("harmonic-limit-feedback", "harmonic-limit"))
+#: In the order printed; a profile that does not learn (``feedback.learning``) only observes: what the
+#: loop learns from its placements.
+PROFILES = ("default-scheduler", "harmonic", "harmonic-feedback", "harmonic-limit", "harmonic-limit-feedback")
+#: The learner's settings ``--learner`` may change (keys of a scenario's ``feedback`` block).
+LEARNER_KEYS = ("observationNoise", "priorSpread", "priorFloor", "sensitivitySpread")
+
+
+def learner_settings(pairs: Sequence[str]) -> dict[str, float]:
+    """``KEY=VALUE`` pairs as feedback-block settings; ValueError naming the bad pair."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in LEARNER_KEYS:
+            raise ValueError(
+                f"--learner {pair!r}: expected KEY=VALUE with KEY one of {', '.join(LEARNER_KEYS)}"
+            )
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise ValueError(f"--learner {pair!r}: {value!r} is not a number") from None
+    return out
+
+
+def scenario_path(name: str) -> Path:
+    """One of ``SCENARIOS`` by name, or a file."""
+    return ROOT / "examples" / "feedback" / f"{name}.yaml" if name in SCENARIOS else Path(name)
+
+
+def scenario_doc(path: Path, settings: Mapping[str, float], held_out: bool) -> dict[str, Any]:
+    """The scenario at ``path`` with the learner's ``settings`` in its feedback block; a held-out one
+    (written without a feedback block) gets ``feedback_moves.ADDED_FEEDBACK``. ValueError when it is not
+    a scenario, or a held-out one already has a feedback block."""
+    written = yaml.safe_load(path.read_text())
+    if not isinstance(written, dict):
+        raise ValueError(f"{path}: not a scenario (a YAML mapping)")
+    if held_out and "feedback" in written:
+        raise ValueError(
+            f"{path}: has a feedback block (written for the loop); --held-out is for scenarios that were not"
+        )
+    doc = with_feedback(written, add=held_out)
+    if doc is None:
+        raise ValueError(f"{path}: no feedback block")
+    doc["feedback"].update(settings)
+    return doc
 
 
 def _pm(values: list[float]) -> str:
@@ -65,14 +117,28 @@ def _ratio(runs: Mapping[str, Any], a: str, b: str, path: str) -> list[float]:
     return out
 
 
+def _fall(runs: Mapping[str, Any], profile: str, error: str) -> str:
+    """``feedback.<error>_initial`` -> ``_final`` and the fall, taken per seed then averaged."""
+    initial = _per_seed(runs, profile, f"feedback.{error}_initial")
+    final = _per_seed(runs, profile, f"feedback.{error}_final")
+    fall = [1 - b / a for a, b in zip(initial, final, strict=True) if a]
+    return f"initial {_pm(initial)} -> final {_pm(final)}; fall {_pm(fall)}"
+
+
 def report(name: str, doc: Mapping[str, Any]) -> None:
     runs = doc["runs"]
     print(f"== {name} ({len(runs)} seeds)")
-    for profile in ("harmonic-feedback", "harmonic-limit-feedback"):
-        initial = _per_seed(runs, profile, "feedback.matrix_error_initial")
-        final = _per_seed(runs, profile, "feedback.matrix_error_final")
-        fall = [1 - b / a for a, b in zip(initial, final, strict=True) if a]
-        print(f"  {profile}: matrix error initial {_pm(initial)} -> final {_pm(final)}; fall {_pm(fall)}")
+    ran = set(next(iter(runs.values()))["profiles"])
+    for profile in PROFILES:
+        if profile not in ran or not _per_seed(runs, profile, "feedback.matrix_error_initial"):
+            continue
+        learning = any(_get(run["profiles"][profile], "feedback.learning") for run in runs.values())
+        print(
+            f"  {profile}{'' if learning else ' (observes)'}: matrix error {_fall(runs, profile, 'matrix_error')}"
+        )
+        print(f"    own rows, mean over workloads: {_fall(runs, profile, 'workload_error')}")
+        if not learning:
+            continue
         rho0 = _per_seed(runs, profile, "feedback.rank_correlation_initial")
         rho = _per_seed(runs, profile, "feedback.rank_correlation_final")
         print(f"    Spearman (aggressor ranking per victim) initial {_pm(rho0)} -> final {_pm(rho)}")
@@ -87,6 +153,8 @@ def report(name: str, doc: Mapping[str, Any]) -> None:
         slo = _per_seed(runs, profile, "feedback.slo_violation_share")
         print(f"    SLO violations (share of reports, truth): {_pm(slo)}")
     for learnt, prior in PAIRS:
+        if not {learnt, prior} <= ran:
+            continue
         lc = _ratio(runs, learnt, prior, "latency_critical_slowdown_truth.mean")
         apps = sorted(_get(next(iter(runs.values()))["profiles"][prior], "user_request_latency_ms") or {})
         p99 = {app: _ratio(runs, learnt, prior, f"user_request_latency_ms.{app}.p99") for app in apps}
@@ -102,23 +170,64 @@ def main() -> None:
     ap.add_argument("--from", dest="source", default=None, help="Read DIR/<scenario>/sweep.json.")
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="Only these (repeatable).")
+    ap.add_argument(
+        "--scenario",
+        action="append",
+        help=f"only these: {', '.join(SCENARIOS)}, or a scenario file with a feedback block (repeatable)",
+    )
+    ap.add_argument(
+        "--learner",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"set the learner's KEY ({', '.join(LEARNER_KEYS)}) in every scenario's feedback block (repeatable)",
+    )
+    ap.add_argument(
+        "--held-out",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="instead of the three scenarios, FILE (a scenario without a feedback block, given one) under "
+        "harmonic and harmonic-feedback (repeatable)",
+    )
     args = ap.parse_args()
-    for name in args.scenario or SCENARIOS:
-        if args.source is not None:
-            doc = json.loads((Path(args.source) / name / "sweep.json").read_text())
-        else:
-            from harmonic.plugins.registry import default_registry
-            from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep
+    try:
+        settings = learner_settings(args.learner)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.held_out and (args.source or args.scenario):
+        ap.error("--held-out runs its own files: not with --from or --scenario")
+    names = args.scenario or list(SCENARIOS)
+    if args.source is not None:
+        for name in names:
+            report(name, json.loads((Path(args.source) / name / "sweep.json").read_text()))
+        return
+    todo: list[tuple[str, Path, tuple[str, ...], bool]]
+    if args.held_out:
+        todo = [(path.stem, path, CONFIGS[:2], True) for path in args.held_out]
+    else:
+        todo = [(Path(n).stem, scenario_path(n), CONFIGS, False) for n in names]
+    from harmonic.plugins.registry import default_registry
+    from harmonic.sim.sweep import LocalExecutor, parse_seeds, prepare_sweep, sweep
 
+    for name, path, configs, held_out in todo:
+        try:
+            doc = scenario_doc(path, settings, held_out)
+        except (OSError, ValueError) as exc:
+            ap.error(str(exc))
+        # Written beside the scenario, so the paths it gives relative to itself still resolve.
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=path.parent, delete=False) as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
+        try:
             plans, runs = prepare_sweep(
-                ROOT / "examples" / "feedback" / f"{name}.yaml",
-                [ROOT / c for c in CONFIGS],
-                default_registry(),
-                parse_seeds(args.seeds),
+                Path(f.name), [ROOT / c for c in configs], default_registry(), parse_seeds(args.seeds)
             )
-            doc = sweep(plans, runs, LocalExecutor(jobs=args.jobs))
-        report(name, doc)
+        finally:
+            Path(f.name).unlink()
+        if held_out:
+            runs = [r for r in runs if r.name in PAIRS[0]]
+        report(name, sweep(plans, runs, LocalExecutor(jobs=args.jobs)))
 
 
 if __name__ == "__main__":

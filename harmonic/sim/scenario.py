@@ -33,6 +33,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 
 from harmonic.framework.config import parse_duration
+from harmonic.signals.feedback.learning import LearningConfig
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.truth.config import GroundTruth, Routing
 from harmonic.sim.truth.interference import workload_matches
@@ -455,11 +456,12 @@ class FeedbackSpec(_M):
     #: Profiles whose Dissonance reads the learned model (default: every profile enabling Dissonance);
     #: the others only observe, as a baseline.
     learn: list[str] | None = None
-    #: The learner's relative noise of one report, and the prior's spread (docs/feedback.md).
-    observation_noise: float = Field(default=0.5, gt=0)
-    prior_spread: float = Field(default=0.5, ge=0)
-    prior_floor: float = Field(default=0.1, gt=0)
-    sensitivity_spread: float = Field(default=0.0, ge=0)
+    #: The learner's relative noise of one report, and the prior's spread (docs/feedback.md); the
+    #: defaults are the live loop's.
+    observation_noise: float = Field(default=LearningConfig.observation_noise, gt=0)
+    prior_spread: float = Field(default=LearningConfig.prior_spread, ge=0)
+    prior_floor: float = Field(default=LearningConfig.prior_floor, gt=0)
+    sensitivity_spread: float = Field(default=LearningConfig.sensitivity_spread, ge=0)
     rightsizing: RightSizingSpec | None = None
     moves: FeedbackMovesSpec | None = None
 

@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from harmonic.plugins.dissonance import MODEL_SERVICE
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.metrics import WALL_CLOCK_KEYS, summarize
-from tests.sim.helpers import deployment, job, objects, plan_of, run_worlds, scenario
+from tests.sim.helpers import plan_of, run_worlds
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "feedback"
 LIMIT = str(EXAMPLES / "harmonic-limit.yaml")
 LIMIT_LEARNING = str(EXAMPLES / "harmonic-limit-feedback.yaml")
+LONE_SERVICE = EXAMPLES / "lone-service.yaml"
 KEYS = {
     "learning",
     "rounds",
@@ -39,37 +41,12 @@ KEYS = {
 }
 
 
-def _etl() -> dict[str, Any]:
-    """CPU-hungry Jobs annotated io-intensive (a mild antagonist for the prior) that really saturate
-    memory bandwidth."""
-    template = job("etl", cpu="2", parallelism=2, completions=4)
-    template["spec"]["template"]["metadata"]["annotations"] = {"harmonic.dev/io-intensive": "true"}
-    return {
-        "type": "arrivals",
-        "name": "etl",
-        "namespace": "etl",
-        "process": "poisson",
-        "rate": 0.01,
-        "end": "50m",
-        "duration": "6m",
-        "template": template,
-    }
-
-
 def antagonist(**feedback: Any) -> dict[str, Any]:
-    return scenario(
-        [objects(deployment("web", 8, cpu="500m"), namespace="shop"), _etl()],
-        nodes=6,
-        cpu="8",
-        memory="32Gi",
-        seed=3,
-        duration="1h",
-        groundTruth={
-            "pressure": {"batch-memory": {"cpu": 0.6, "memoryBandwidth": 2.5, "io": 0.1}},
-            "workloads": [{"workload": "etl/etl-*", "class": "batch-memory"}],
-        },
-        feedback={"interval": "1m", "learn": ["harmonic-limit-feedback"], **feedback},
-    )
+    """examples/feedback/lone-service.yaml: one web Deployment beside etl Jobs annotated io-intensive (a
+    mild antagonist for the prior) that really saturate memory bandwidth; ``feedback`` keys added."""
+    sc = yaml.safe_load(LONE_SERVICE.read_text())
+    sc["feedback"].update(feedback)
+    return dict(sc)
 
 
 @pytest.fixture(scope="module")

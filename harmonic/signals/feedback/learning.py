@@ -61,6 +61,8 @@ OWN_ROW_SIGMAS = 2.0
 @dataclass(frozen=True)
 class LearningConfig:
     #: Relative standard deviation of one report around the model (noise plus what the model misses).
+    #: Lower values learn faster where placements vary, and go wrong where one aggressor is always
+    #: beside a workload (docs/feedback.md, "The learner's noise").
     observation_noise: float = 0.5
     #: Prior standard deviation of an entry: this fraction of the prior value, plus ``prior_floor``.
     prior_spread: float = 0.5
