@@ -6,14 +6,16 @@ feedback scenarios and print, per scenario, mean ± 95% CI over the seeds of
 - the paired ratio learning / prior (per seed, then mean ± CI) of the true latency-critical slowdown
   and of the p99 user-request latency, for the bundled `harmonic` profile and for `harmonic-limit`
   (Dissonance's filter on);
-- the jobs completed by the learning profile against its prior twin (what keeping antagonists away costs).
+- the jobs completed by the learning profile against its prior twin (what keeping antagonists away costs),
+  and the pods and CPU-seconds it completes against kube-scheduler's default profile.
 
     python benchmarks/feedback.py                       # sweeps of the three scenarios, seeds 1-10, --jobs 2
-    python benchmarks/feedback.py --from DIR            # read DIR/<scenario>/sweep.json instead
+    python benchmarks/feedback.py --from DIR            # read DIR/<scenario>/sweep.json instead (--out DIR writes them)
+    python benchmarks/feedback.py --learning-profile examples/feedback/harmonic-evidence-feedback.yaml
     python benchmarks/feedback.py --learner observationNoise=0.2      # the learner's settings changed
     python benchmarks/feedback.py --scenario examples/feedback/lone-service.yaml  # any file with a feedback block
     python benchmarks/feedback.py --held-out examples/scenarios/hotel-batch.yaml   # a scenario not written
-                                                        # for the loop: harmonic against harmonic-feedback
+                                                        # for the loop, given a feedback block
 
 With --from the sweeps are the ones `harmonic simulate examples/feedback/<s>.yaml --config
 harmonic/data/profiles/harmonic.yaml --config examples/feedback/harmonic-feedback.yaml --config
@@ -44,6 +46,7 @@ CONFIGS = (
     "examples/feedback/harmonic-limit-feedback.yaml",
 )
 PAIRS = (("harmonic-feedback", "harmonic"), ("harmonic-limit-feedback", "harmonic-limit"))
+BASELINE = "default-scheduler"
 #: In the order printed; a profile that does not learn (``feedback.learning``) only observes: what the
 #: loop learns from its placements.
 PROFILES = ("default-scheduler", "harmonic", "harmonic-feedback", "harmonic-limit", "harmonic-limit-feedback")
@@ -67,15 +70,28 @@ def learner_settings(pairs: Sequence[str]) -> dict[str, float]:
     return out
 
 
+def profile_names(config: Path) -> list[str]:
+    """The schedulerNames a KubeSchedulerConfiguration file defines; ValueError when it defines none."""
+    doc = yaml.safe_load(config.read_text())
+    profiles = (doc or {}).get("profiles") if isinstance(doc, dict) else None
+    names = [p.get("schedulerName") for p in profiles or [] if isinstance(p, dict)]
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{config}: no profiles with a schedulerName")
+    return [str(n) for n in names]
+
+
 def scenario_path(name: str) -> Path:
     """One of ``SCENARIOS`` by name, or a file."""
     return ROOT / "examples" / "feedback" / f"{name}.yaml" if name in SCENARIOS else Path(name)
 
 
-def scenario_doc(path: Path, settings: Mapping[str, float], held_out: bool) -> dict[str, Any]:
+def scenario_doc(
+    path: Path, settings: Mapping[str, float], held_out: bool, learners: Sequence[str] = ()
+) -> dict[str, Any]:
     """The scenario at ``path`` with the learner's ``settings`` in its feedback block; a held-out one
     (written without a feedback block) gets ``feedback_moves.ADDED_FEEDBACK``. ValueError when it is not
-    a scenario, or a held-out one already has a feedback block."""
+    a scenario, or a held-out one already has a feedback block. ``learners`` are profiles added to its
+    ``feedback.learn``."""
     written = yaml.safe_load(path.read_text())
     if not isinstance(written, dict):
         raise ValueError(f"{path}: not a scenario (a YAML mapping)")
@@ -87,6 +103,8 @@ def scenario_doc(path: Path, settings: Mapping[str, float], held_out: bool) -> d
     if doc is None:
         raise ValueError(f"{path}: no feedback block")
     doc["feedback"].update(settings)
+    if learners:
+        doc["feedback"]["learn"] = [*doc["feedback"].get("learn", []), *learners]
     return doc
 
 
@@ -125,11 +143,13 @@ def _fall(runs: Mapping[str, Any], profile: str, error: str) -> str:
     return f"initial {_pm(initial)} -> final {_pm(final)}; fall {_pm(fall)}"
 
 
-def report(name: str, doc: Mapping[str, Any]) -> None:
+def report(name: str, doc: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
+    """Print a sweep's figures; ``extra`` names learning profiles added with --learning-profile, each
+    paired with ``harmonic``."""
     runs = doc["runs"]
     print(f"== {name} ({len(runs)} seeds)")
     ran = set(next(iter(runs.values()))["profiles"])
-    for profile in PROFILES:
+    for profile in (*PROFILES, *extra):
         if profile not in ran or not _per_seed(runs, profile, "feedback.matrix_error_initial"):
             continue
         learning = any(_get(run["profiles"][profile], "feedback.learning") for run in runs.values())
@@ -152,7 +172,7 @@ def report(name: str, doc: Mapping[str, Any]) -> None:
             print(f"    workload {wl}: own row error {_pm(a)} -> {_pm(b)}; fall {_pm(own_fall)}")
         slo = _per_seed(runs, profile, "feedback.slo_violation_share")
         print(f"    SLO violations (share of reports, truth): {_pm(slo)}")
-    for learnt, prior in PAIRS:
+    for learnt, prior in (*PAIRS, *((e, "harmonic") for e in extra)):
         if not {learnt, prior} <= ran:
             continue
         lc = _ratio(runs, learnt, prior, "latency_critical_slowdown_truth.mean")
@@ -163,6 +183,11 @@ def report(name: str, doc: Mapping[str, Any]) -> None:
         for app, r in p99.items():
             print(f"    p99 user-request latency {app} x {_pm(r)}")
         print(f"    pods completed x {_pm(done)}")
+        if BASELINE in ran:
+            # "Win without a cost": what the learning profile completes against kube-scheduler's default.
+            pods = _ratio(runs, learnt, BASELINE, "pods_completed")
+            cpu = _ratio(runs, learnt, BASELINE, "cpu_seconds_completed")
+            print(f"    against {BASELINE}: pods completed x {_pm(pods)}, CPU-seconds completed x {_pm(cpu)}")
 
 
 def main() -> None:
@@ -189,19 +214,32 @@ def main() -> None:
         type=Path,
         metavar="FILE",
         help="instead of the three scenarios, FILE (a scenario without a feedback block, given one) under "
-        "harmonic and harmonic-feedback (repeatable)",
+        "kube-scheduler's default, harmonic and harmonic-feedback (repeatable)",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="Also write each sweep to OUT/<scenario>/sweep.json."
+    )
+    ap.add_argument(
+        "--learning-profile",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="also run FILE's profiles, learning (added to feedback.learn), each paired with harmonic (repeatable)",
     )
     args = ap.parse_args()
     try:
         settings = learner_settings(args.learner)
-    except ValueError as exc:
+        extra = [(f, profile_names(f)) for f in args.learning_profile]
+    except (OSError, ValueError) as exc:
         ap.error(str(exc))
+    learners = [n for _, names in extra for n in names]
     if args.held_out and (args.source or args.scenario):
         ap.error("--held-out runs its own files: not with --from or --scenario")
     names = args.scenario or list(SCENARIOS)
     if args.source is not None:
         for name in names:
-            report(name, json.loads((Path(args.source) / name / "sweep.json").read_text()))
+            report(name, json.loads((Path(args.source) / name / "sweep.json").read_text()), learners)
         return
     todo: list[tuple[str, Path, tuple[str, ...], bool]]
     if args.held_out:
@@ -213,7 +251,7 @@ def main() -> None:
 
     for name, path, configs, held_out in todo:
         try:
-            doc = scenario_doc(path, settings, held_out)
+            doc = scenario_doc(path, settings, held_out, learners)
         except (OSError, ValueError) as exc:
             ap.error(str(exc))
         # Written beside the scenario, so the paths it gives relative to itself still resolve.
@@ -221,13 +259,20 @@ def main() -> None:
             yaml.safe_dump(doc, f, sort_keys=False)
         try:
             plans, runs = prepare_sweep(
-                Path(f.name), [ROOT / c for c in configs], default_registry(), parse_seeds(args.seeds)
+                Path(f.name),
+                [ROOT / c for c in configs] + [cfg for cfg, _ in extra],
+                default_registry(),
+                parse_seeds(args.seeds),
             )
         finally:
             Path(f.name).unlink()
         if held_out:
-            runs = [r for r in runs if r.name in PAIRS[0]]
-        report(name, sweep(plans, runs, LocalExecutor(jobs=args.jobs)))
+            runs = [r for r in runs if r.name in (BASELINE, *PAIRS[0], *learners)]
+        result = sweep(plans, runs, LocalExecutor(jobs=args.jobs))
+        if args.out is not None:
+            (args.out / name).mkdir(parents=True, exist_ok=True)
+            (args.out / name / "sweep.json").write_text(json.dumps(result, indent=2))
+        report(name, result, learners)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,33 @@ def test_scenario_doc_sets_the_learner_and_gives_a_held_out_scenario_a_feedback_
     (tmp_path / "list.yaml").write_text("- a\n")
     with pytest.raises(ValueError, match="not a scenario"):
         bench.scenario_doc(tmp_path / "list.yaml", {}, held_out=True)
+
+
+def test_a_learning_profile_is_added_to_the_learners_and_paired_with_harmonic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = feedback_bench()
+    config = tmp_path / "extra.yaml"
+    config.write_text(yaml.safe_dump({"profiles": [{"schedulerName": "harmonic-extra"}]}))
+    assert bench.profile_names(config) == ["harmonic-extra"]
+    (tmp_path / "none.yaml").write_text(yaml.safe_dump({"profiles": [{"plugins": {}}]}))
+    with pytest.raises(ValueError, match="no profiles with a schedulerName"):
+        bench.profile_names(tmp_path / "none.yaml")
+
+    looped = tmp_path / "looped.yaml"
+    looped.write_text(yaml.safe_dump({"name": "looped", "feedback": {"learn": ["harmonic-feedback"]}}))
+    doc = bench.scenario_doc(looped, {}, held_out=False, learners=["harmonic-extra"])
+    assert doc["feedback"]["learn"] == ["harmonic-feedback", "harmonic-extra"]
+
+    runs = {
+        "1": {
+            "profiles": {
+                "harmonic": profile((0.5, 0.5), None, lc=1.0, learning=False),
+                "harmonic-extra": profile((0.5, 0.25), None, lc=0.4),
+            }
+        }
+    }
+    bench.report("extra", {"runs": runs}, ["harmonic-extra"])
+    out = capsys.readouterr().out
+    assert "harmonic-extra: matrix error initial 0.500" in out and "fall 0.500" in out
+    assert "harmonic-extra / harmonic: LC slowdown (truth) x 0.400" in out

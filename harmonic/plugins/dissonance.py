@@ -21,7 +21,9 @@ there, never a latency-critical pod itself: a replica kept out of every node it 
 run at all, which after a failure leaves its workload in fewer zones.
 
 Args (DissonanceArgs): ``latencyCriticalMaxSlowdown`` (float >= 0, default unset = no filter),
-``filterLatencyCritical`` (true),
+``filterLatencyCritical`` (true), ``filterBasis`` (``model``: the filter predicts with the whole model;
+``evidence``: only with the entries the feedback loop's reports have pinned down,
+``DissonanceModel.evidence``, so it refuses nothing until the loop has learnt),
 ``anticipatedLatencyCritical`` (1.0), ``latencyCriticalTolerance`` (0.25), ``expectedBatchShare``
 (0..1, 0.5), ``costScale`` (1.0), ``matrix`` (victim class -> aggressor class -> slowdown, overriding the model's defaults),
 ``importance`` (class -> weight), ``zoneNeutral`` (true: a latency-critical pod's scores are relative
@@ -34,7 +36,7 @@ pod inflicts on such pods counts by their rows (``OwnRowLoad``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -63,6 +65,7 @@ _RESOLUTION = 10_000
 class DissonanceArgs(PluginArgs):
     latency_critical_max_slowdown: float | None = Field(default=None, ge=0)
     filter_latency_critical: bool = True
+    filter_basis: Literal["model", "evidence"] = "model"
     anticipated_latency_critical: float = Field(default=1.0, ge=0)
     latency_critical_tolerance: float = Field(default=0.25, gt=0)
     cost_scale: float = Field(default=1.0, gt=0)
@@ -157,8 +160,14 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     @property
     def node_local(self) -> bool:
-        # Without a hard cap the filter passes every node, reading nothing.
-        return self.cfg.latency_critical_max_slowdown is None
+        # Without a hard cap, or on evidence before there is any, the filter passes every node, reading
+        # nothing.
+        if self.cfg.latency_critical_max_slowdown is None:
+            return True
+        return self.cfg.filter_basis == "evidence" and not self._lc_evidence()
+
+    def _lc_evidence(self) -> bool:
+        return bool(self.model.evidence[CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]].any())
 
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
@@ -180,10 +189,17 @@ class Dissonance(FilterPlugin, PreScorePlugin, ScorePlugin):
                 return None
             checked = slots.take(at_risk)
         model = self.model
+        row = model.matrix[lc]
+        if self.cfg.filter_basis == "evidence":
+            # What the prior alone predicts refuses nothing: a prior that is wrong would keep the wrong
+            # pods out, and a refusal keeps a pod waiting.
+            if not self._lc_evidence():
+                return None
+            row = np.where(model.evidence[lc], row, 0.0)
         inv_alloc = self._inv_alloc(snap).take(checked)
         # The slowdown a latency-critical pod would see there once this pod is placed.
-        load = self._load.table.take(checked, axis=0)[:, : len(CLASSES)] @ model.matrix[lc]
-        lc_after = (load + _cpu(pod) * model.matrix[lc, ci]) * inv_alloc
+        load = self._load.table.take(checked, axis=0)[:, : len(CLASSES)] @ row
+        lc_after = (load + _cpu(pod) * row[ci]) * inv_alloc
         over = lc_after > limit
         if not over.any():
             return None

@@ -19,7 +19,8 @@ override any entry, and the feedback loop is meant to learn them from applicatio
 
 A workload may suffer differently from its class (one service three times as sensitive): the feedback
 loop publishes such a workload's own learnt row in ``workload_rows``, and ``victim_row`` gives a pod
-that row instead of its class's, so the suffering part of a score follows the workload.
+that row instead of its class's, so the suffering part of a score follows the workload. ``evidence``
+marks the entries the loop's reports have pinned down, for a filter that refuses on evidence only.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class DissonanceModel:
             self.importance[CLASS_INDEX[_cls(c)]] = x
         #: Workloads whose own learnt row departs from their class's (set by the feedback loop).
         self.workload_rows: dict[WorkloadKey, np.ndarray] = {}
+        #: Entries the feedback loop's reports have pinned down (its posterior far narrower than the
+        #: prior); all False for a model nobody learns.
+        self.evidence = np.zeros((n, n), dtype=bool)
         self.version += 1
 
     def victim_row(self, pod: Pod, klass: int) -> tuple[WorkloadKey | None, np.ndarray]:

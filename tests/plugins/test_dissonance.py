@@ -80,6 +80,42 @@ def test_latency_critical_limit(limit, incoming, rejected, filter_lc):
         assert v.reasons[0] == ("node(s) would slow latency-critical pods beyond the dissonance limit",)
 
 
+@pytest.mark.parametrize(
+    ("incoming", "evidenced", "rejected"),
+    [
+        # No entry learnt: the prior alone refuses nothing (with the whole model n2 is refused, above).
+        (INCOMING_BATCH, [], []),
+        # LC <- latency-critical learnt only: n2 would see .1*.25 = .025 from web-1 itself, under .1.
+        (INCOMING_BATCH, ["latency-critical"], []),
+        # LC <- batch-cpu learnt: .025 + .5*.25 = .15 on n2, over .1.
+        (INCOMING_BATCH, ["latency-critical", "batch-cpu"], ["n2"]),
+        (INCOMING_BATCH, ["batch-cpu"], ["n2"]),
+        # The LC pod on n1 (batch-cpu at .5 of its CPU): .5*.5 = .25 once batch-cpu is learnt, over .2;
+        # its own .1*.25 alone is not.
+        (INCOMING_LC, ["latency-critical"], []),
+        (INCOMING_LC, ["batch-cpu"], ["n1"]),
+    ],
+)
+def test_a_filter_on_evidence_refuses_by_the_learnt_entries_only(incoming, evidenced, rejected):
+    from harmonic.signals.classes import CLASS_INDEX, WorkloadClass
+    from harmonic.signals.dissonance import DissonanceModel
+
+    limit = 0.1 if incoming is INCOMING_BATCH else 0.2
+    plugin, p, snap, names, slots = _run(
+        incoming, {"latencyCriticalMaxSlowdown": limit, "filterBasis": "evidence"}
+    )
+    model = DissonanceModel()
+    lc = CLASS_INDEX[WorkloadClass.LATENCY_CRITICAL]
+    for aggressor in evidenced:
+        model.evidence[lc, CLASS_INDEX[WorkloadClass(aggressor)]] = True
+    plugin._model = model
+    v = plugin.filter(CycleState(), p, snap, slots)
+    failed = [] if v is None else [n for n, c in zip(names, v.code.tolist(), strict=True) if c]
+    assert failed == rejected
+    # Before any evidence the filter reads nothing, so failed cycles may be replayed node by node.
+    assert plugin.node_local == (not evidenced)
+
+
 def test_filling_a_node_with_latency_critical_pods_shelters_them():
     # n1 (4 CPU) holds three 1-CPU LC pods; one more fills it: exposure 4*0 - 3*.25 = -.75 (-.3),
     # suffers .1*.75 and inflicts 3*.1*.25 (+.15) -> cost -.15, as good as none: 100. The empty n2
@@ -118,6 +154,7 @@ def test_matrix_override_changes_the_model():
         {"matrix": {"latency-critical": {"gpu-hog": 1.0}}},
         {"matrix": {"latency-critical": {"batch-cpu": -1}}},
         {"importance": {"batch-cpu": -2}},
+        {"filterBasis": "prior"},
     ],
 )
 def test_bad_args_are_rejected(args):

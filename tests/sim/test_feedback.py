@@ -20,6 +20,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "feedback"
 LIMIT = str(EXAMPLES / "harmonic-limit.yaml")
 LIMIT_LEARNING = str(EXAMPLES / "harmonic-limit-feedback.yaml")
 LONE_SERVICE = EXAMPLES / "lone-service.yaml"
+FEEDBACK = str(EXAMPLES / "harmonic-feedback.yaml")
+EVIDENCE = str(EXAMPLES / "harmonic-evidence-feedback.yaml")
 KEYS = {
     "learning",
     "rounds",
@@ -115,3 +117,26 @@ def test_bad_feedback_keys_name_the_field(field, value):
     sc["feedback"][field] = value
     with pytest.raises(ScenarioError, match="feedback"):
         plan_of(sc)
+
+
+def _placement_figures(world: Any) -> dict[str, Any]:
+    out = summarize(world)
+    out.pop("feedback")
+    for key in WALL_CLOCK_KEYS:
+        out.pop(key, None)
+    return out
+
+
+def test_a_filter_on_evidence_refuses_nothing_until_the_loop_has_learnt():
+    # Nobody learns: the evidence filter has no entry to refuse on and places as its twin without one.
+    neither = run_worlds(antagonist(learn=[]), configs=(FEEDBACK, EVIDENCE))
+    assert _placement_figures(neither["harmonic-evidence-feedback"]) == _placement_figures(
+        neither["harmonic-feedback"]
+    )
+    # Learning, it keeps the etl Jobs off the web replicas' nodes once the reports have pinned etl down.
+    learnt = run_worlds(antagonist(learn=["harmonic-evidence-feedback"]), configs=(EVIDENCE,))
+    slowdown = summarize(learnt["harmonic-evidence-feedback"])["latency_critical_slowdown_truth"]["mean"]
+    assert (
+        slowdown < 0.75 * summarize(neither["harmonic-feedback"])["latency_critical_slowdown_truth"]["mean"]
+    )
+    assert learnt["harmonic-evidence-feedback"].feedback.model.evidence.any()

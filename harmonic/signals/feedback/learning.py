@@ -27,6 +27,9 @@ as its mean. Its posterior mean is the learned row that ``DissonanceModel`` (the
 service the Dissonance plugin reads) takes, its standard deviation the confidence ``harmonic model``
 prints. Entries no report informs stay at the prior exactly.
 
+An entry whose posterior standard deviation has narrowed to ``EVIDENCE_SD_RATIO`` of its prior's is
+marked in ``DissonanceModel.evidence``: Dissonance's filter can be told to refuse on such entries only.
+
 Per workload, published: a workload with at least ``MIN_OWN_REPORTS`` reports whose own row departs
 from its class's learnt row by more than ``OWN_ROW_SIGMAS`` of its own standard deviation on some entry
 gets that row in ``DissonanceModel.workload_rows``, which the plugin reads for what the workload
@@ -56,6 +59,9 @@ RECENT = 20
 #: this many of its standard deviations on some entry.
 MIN_OWN_REPORTS = 30
 OWN_ROW_SIGMAS = 2.0
+#: A class entry counts as evidence (``DissonanceModel.evidence``) once its posterior standard deviation
+#: is at most this fraction of its prior's: the reports carry three times the prior's information.
+EVIDENCE_SD_RATIO = 0.5
 
 
 @dataclass(frozen=True)
@@ -218,8 +224,12 @@ class InterferenceLearner:
     def refresh(self) -> DissonanceModel:
         """Write every reported class's posterior mean row into ``model`` (one version bump)."""
         classes = sorted({wm.klass for wm in self.workloads.values() if wm.stats.n})
+        evidence = np.zeros_like(self.model.evidence)
         for c in classes:
-            self.model.matrix[c] = self.class_estimate(c).mean
+            row = self.class_estimate(c)
+            self.model.matrix[c] = row.mean
+            evidence[c] = row.sd <= EVIDENCE_SD_RATIO * self._prior_sd(self.prior[c])
+        self.model.evidence = evidence
         own: dict[WorkloadKey, np.ndarray] = {}
         for key, wm in list(self.workloads.items()):
             if wm.stats.n < MIN_OWN_REPORTS:

@@ -190,3 +190,22 @@ def test_learned_entries_stay_finite_and_in_range(values, shares):
     assert np.all((learner.model.matrix >= 0) & (learner.model.matrix <= 100))
     est = learner.workload_estimate(WorkloadKey("ns", "w"))
     assert est is not None and np.all(np.isfinite(est.mean)) and np.all(est.sd >= 0)
+
+
+@pytest.mark.parametrize(
+    ("n", "evidenced"),
+    [
+        (0, set()),
+        # a handful of reports narrows no entry to half its prior's spread
+        (5, set()),
+        # many reports beside batch-memory and batch-io pin those two down; the others no report saw
+        (400, {BM, BI}),
+    ],
+)
+def test_evidence_marks_the_entries_reports_pinned_down(n, evidenced):
+    rng = np.random.default_rng(11)
+    learner = InterferenceLearner(DissonanceModel())
+    learner.observe(reports(rng, n, {BM: 1.5, BI: 0.4}))
+    model = learner.refresh()
+    assert {int(k) for k in np.flatnonzero(model.evidence[LC])} == evidenced
+    assert not model.evidence[np.arange(len(CLASSES)) != LC].any()  # no other class reported
