@@ -135,6 +135,15 @@ def _ratio(runs: Mapping[str, Any], a: str, b: str, path: str) -> list[float]:
     return out
 
 
+def _difference(runs: Mapping[str, Any], a: str, b: str, path: str) -> list[float]:
+    out = []
+    for run in runs.values():
+        x, y = _get(run["profiles"][a], path), _get(run["profiles"][b], path)
+        if x is not None and y is not None:
+            out.append(float(x) - float(y))
+    return out
+
+
 def _fall(runs: Mapping[str, Any], profile: str, error: str) -> str:
     """``feedback.<error>_initial`` -> ``_final`` and the fall, taken per seed then averaged."""
     initial = _per_seed(runs, profile, f"feedback.{error}_initial")
@@ -187,7 +196,15 @@ def report(name: str, doc: Mapping[str, Any], extra: Sequence[str] = ()) -> None
             # "Win without a cost": what the learning profile completes against kube-scheduler's default.
             pods = _ratio(runs, learnt, BASELINE, "pods_completed")
             cpu = _ratio(runs, learnt, BASELINE, "cpu_seconds_completed")
-            print(f"    against {BASELINE}: pods completed x {_pm(pods)}, CPU-seconds completed x {_pm(cpu)}")
+            nodes = _ratio(runs, learnt, BASELINE, "nodes_in_use")
+            print(
+                f"    against {BASELINE}: pods completed x {_pm(pods)}, CPU-seconds completed x {_pm(cpu)}, "
+                f"nodes in use x {_pm(nodes)}"
+            )
+            for kind in ("zone", "node"):
+                diff = _difference(runs, learnt, BASELINE, f"{kind}_failure_survivable_share")
+                if diff:
+                    print(f"      {kind}-failure survivable share, difference {_pm(diff)}")
 
 
 def main() -> None:

@@ -156,7 +156,24 @@ def test_a_learning_profile_is_added_to_the_learners_and_paired_with_harmonic(
             }
         }
     }
+    runs["1"]["profiles"]["default-scheduler"] = {
+        **profile((0.5, 0.5), None, learning=False),
+        "pods_completed": 80,
+        "cpu_seconds_completed": 1000.0,
+        "nodes_in_use": 4.0,
+        "zone_failure_survivable_share": 0.9,
+    }
+    runs["1"]["profiles"]["harmonic-extra"] |= {
+        "cpu_seconds_completed": 900.0,
+        "nodes_in_use": 5.0,
+        "zone_failure_survivable_share": 0.8,
+    }
     bench.report("extra", {"runs": runs}, ["harmonic-extra"])
     out = capsys.readouterr().out
+    # what it costs against kube-scheduler's default: 100/80 pods, 900/1000 CPU-seconds, 5/4 nodes
+    assert "against default-scheduler: pods completed x 1.250" in out
+    assert "CPU-seconds completed x 0.900" in out and "nodes in use x 1.250" in out
+    assert "zone-failure survivable share, difference -0.100" in out
+    assert "node-failure" not in out  # no figure, no line
     assert "harmonic-extra: matrix error initial 0.500" in out and "fall 0.500" in out
     assert "harmonic-extra / harmonic: LC slowdown (truth) x 0.400" in out
