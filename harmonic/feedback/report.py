@@ -37,6 +37,7 @@ def model_state(
             "prior": _row(learner.prior[i]),
             "learned": _row(est.mean),
             "sd": _row(est.sd),
+            "evidence": [bool(x) for x in learner.model.evidence[i]],
             "observations": est.observations,
         }
     workloads: dict[str, Any] = {}
@@ -86,7 +87,8 @@ def render(state: dict[str, Any]) -> str:
     lines = [
         f"dissonance model v{state['version']}: {state['observations']} reports learnt, "
         f"{state['rejected']} rejected",
-        "victim \\ aggressor: learned±sd (prior); entries no report informed stay at the prior",
+        "victim \\ aggressor: learned±sd (prior); entries no report informed stay at the prior; "
+        "* marks the entries the reports pinned down, all a filter on evidence (filterBasis) refuses by",
         "",
         f"{'victim':18s} {'reports':>8s}  " + "  ".join(f"{n:>20s}" for n in names),
     ]
@@ -95,8 +97,11 @@ def render(state: dict[str, Any]) -> str:
         if not row["observations"]:
             continue
         cells = [
-            f"{_fmt(m, s)} ({p:4.2f})".rjust(20)
-            for m, s, p in zip(row["learned"], row["sd"], row["prior"], strict=True)
+            f"{'*' if e else ' '}{_fmt(m, s)} ({p:4.2f})".rjust(20)
+            # A state from a scheduler older than the evidence marks has none.
+            for m, s, p, e in zip(
+                row["learned"], row["sd"], row["prior"], row.get("evidence") or [False] * len(names), strict=True
+            )
         ]
         lines.append(f"{victim:18s} {row['observations']:8d}  " + "  ".join(cells))
     if len(lines) == 4:

@@ -40,6 +40,7 @@ from harmonic.signals.feedback.prometheus import (
     spec_from_annotations,
 )
 from harmonic.signals.metrics import (
+    FEEDBACK_EVIDENCE,
     FEEDBACK_LEARNED,
     FEEDBACK_LEARNED_SD,
     FEEDBACK_MOVES,
@@ -183,6 +184,9 @@ class FeedbackService:
             for j, aggressor in enumerate(CLASSES):
                 FEEDBACK_LEARNED.labels(str(victim), str(aggressor)).set(float(est.mean[j]))
                 FEEDBACK_LEARNED_SD.labels(str(victim), str(aggressor)).set(float(est.sd[j]))
+                FEEDBACK_EVIDENCE.labels(str(victim), str(aggressor)).set(
+                    float(self.learner.model.evidence[i, j])
+                )
 
     def state(self) -> dict[str, Any]:
         extra = self.rightsizing.decisions() if self.rightsizing is not None else []

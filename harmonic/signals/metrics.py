@@ -49,6 +49,12 @@ FEEDBACK_LEARNED_SD = Gauge(
     ["victim", "aggressor"],
     registry=REGISTRY,
 )
+FEEDBACK_EVIDENCE = Gauge(
+    "harmonic_dissonance_evidence",
+    "1 where the feedback loop's reports have pinned the entry down (what a filter on evidence refuses by).",
+    ["victim", "aggressor"],
+    registry=REGISTRY,
+)
 
 FEEDBACK_MOVES = Counter(
     "harmonic_feedback_moves",

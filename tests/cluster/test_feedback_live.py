@@ -111,6 +111,7 @@ def test_posted_feedback_is_learnt_with_its_placement(api: ApiServerDouble, tmp_
     assert (first["pod"], first["node"], first["value"]) == ("default/web-0", "n0", 40.0)
     assert first["neighbours"][1] == 0.5 and sum(first["neighbours"]) == 0.5
     assert 'harmonic_dissonance_learned{aggressor="batch-cpu",victim="latency-critical"}' in metrics
+    assert 'harmonic_dissonance_evidence{aggressor="batch-cpu",victim="latency-critical"}' in metrics
     assert explained.exit_code == 0 and "default/web-0" in explained.output and "n0" in explained.output
     assert table.exit_code == 0 and "latency-critical" in table.output
     assert missing.exit_code == 1 and "no reports from workload 'default/nobody'" in missing.output
