@@ -96,12 +96,11 @@ def render(state: dict[str, Any]) -> str:
         row = state["matrix"][victim]
         if not row["observations"]:
             continue
+        # A state from a scheduler older than the evidence marks has none.
+        evidence = row.get("evidence") or [False] * len(names)
         cells = [
             f"{'*' if e else ' '}{_fmt(m, s)} ({p:4.2f})".rjust(20)
-            # A state from a scheduler older than the evidence marks has none.
-            for m, s, p, e in zip(
-                row["learned"], row["sd"], row["prior"], row.get("evidence") or [False] * len(names), strict=True
-            )
+            for m, s, p, e in zip(row["learned"], row["sd"], row["prior"], evidence, strict=True)
         ]
         lines.append(f"{victim:18s} {row['observations']:8d}  " + "  ".join(cells))
     if len(lines) == 4:
