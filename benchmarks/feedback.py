@@ -49,7 +49,7 @@ PAIRS = (("harmonic-feedback", "harmonic"), ("harmonic-limit-feedback", "harmoni
 BASELINE = "default-scheduler"
 #: In the order printed; a profile that does not learn (``feedback.learning``) only observes: what the
 #: loop learns from its placements.
-PROFILES = ("default-scheduler", "harmonic", "harmonic-feedback", "harmonic-limit", "harmonic-limit-feedback")
+PROFILES = (BASELINE, "harmonic", "harmonic-feedback", "harmonic-limit", "harmonic-limit-feedback")
 #: The learner's settings ``--learner`` may change (keys of a scenario's ``feedback`` block).
 LEARNER_KEYS = ("observationNoise", "priorSpread", "priorFloor", "sensitivitySpread")
 
@@ -103,8 +103,9 @@ def scenario_doc(
     if doc is None:
         raise ValueError(f"{path}: no feedback block")
     doc["feedback"].update(settings)
-    if learners:
-        doc["feedback"]["learn"] = [*doc["feedback"].get("learn", []), *learners]
+    learn = doc["feedback"].get("learn")
+    if learners and learn is not None:  # None: every profile with Dissonance learns, the added ones too
+        doc["feedback"]["learn"] = [*learn, *learners]
     return doc
 
 
