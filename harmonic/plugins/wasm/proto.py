@@ -97,14 +97,21 @@ def encode(message: str, value: Any) -> bytes:
             vkind, vref = spec[2]
             out = bytearray()
             for k in sorted(v):
-                entry = _delimited(1, str(k).encode())
-                entry += _field(2, vkind, vref, v[k])
-                out += _delimited(num, entry)
+                try:
+                    value = _field(2, vkind, vref, v[k])
+                except (TypeError, ValueError, OverflowError):
+                    continue
+                out += _delimited(num, _delimited(1, str(k).encode()) + value)
             parts.append((num, bytes(out)))
             continue
         ref = spec[2] if len(spec) > 2 else None
         items = v if isinstance(v, list) else [v]
-        parts.append((num, b"".join(_field(num, kind, ref, item) for item in items)))
+        try:
+            parts.append((num, b"".join(_field(num, kind, ref, item) for item in items)))
+        except (TypeError, ValueError, OverflowError):
+            # A value that does not fit its type (the simulator's virtual timestamps, ``t=12.5``) is
+            # left out, as a decoder would refuse it; the rest of the object still reaches the guest.
+            continue
     parts.sort(key=lambda p: p[0])
     return b"".join(p[1] for p in parts)
 

@@ -20,11 +20,15 @@ from harmonic.framework.events import Action, Resource
 from harmonic.framework.interface import PluginError
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code
+from harmonic.plugins.registry import default_registry
 from harmonic.plugins.wasm import abi, proto
 from harmonic.plugins.wasm.args import WasmPluginArgs
 from harmonic.plugins.wasm.plugin import TEMPLATE
+from harmonic.sim.engine import Simulation
+from harmonic.sim.placements import Placement, watch_binds
+from harmonic.sim.run import prepare
 
-UPSTREAM = Path(__file__).parent / "upstream"
+UPSTREAM = Path(__file__).resolve().parents[3] / "examples" / "wasm" / "upstream"
 NODE_NUMBER = UPSTREAM / "nodenumber.wasm"
 FILTER = UPSTREAM / "filter.wasm"
 SCORE = UPSTREAM / "score.wasm"
@@ -320,3 +324,27 @@ def test_pod_and_node_encode_with_kubernetes_field_numbers() -> None:
     assert _fields(_fields(node[2][0])[5][0]) == {1: [b"k"], 3: [b"NoSchedule"]}  # NodeSpec.taints
     alloc = _fields(_fields(node[3][0])[2][0])  # NodeStatus.allocatable entry
     assert alloc[1] == [b"cpu"] and _fields(alloc[2][0]) == {1: [b"4"]}  # Quantity.string
+
+
+def test_a_value_that_does_not_fit_its_type_is_left_out() -> None:
+    # The simulator stamps objects with virtual times ("t=1.5"), which are no RFC 3339 time.
+    meta = _fields(
+        _fields(proto.encode(proto.POD, {"metadata": {"name": "p", "creationTimestamp": "t=1.5"}}))[1][0]
+    )
+    assert meta == {1: [b"p"]}
+
+
+# ------------------------------------------------------------------ in the simulator
+def test_node_number_example_schedules_pods_in_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/wasm/upstream/nodenumber-*.yaml: web-k lands on node-(k mod 10), NodeNumber's decision."""
+    root = UPSTREAM.parents[2]
+    monkeypatch.chdir(root)  # the config's guestURL is relative to the working directory
+    registry = default_registry()
+    plan, runs = prepare(
+        UPSTREAM / "nodenumber-scenario.yaml", [UPSTREAM / "nodenumber-config.yaml"], registry
+    )
+    binds: dict[str, list[Placement]] = {}
+    Simulation(plan, runs, registry, lambda w: watch_binds(w, binds.setdefault(w.profile, []))).run()
+    placed = {key: node for _, key, node in binds["wasm-nodenumber"]}
+    assert len(placed) == 30
+    assert all(node == f"node-{int(key.rsplit('-', 1)[1]) % 10}" for key, node in placed.items())
