@@ -22,6 +22,7 @@ import wasmtime
 from harmonic.api.pod import Pod
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.wasm import abi, ffi
+from harmonic.plugins.wasm.node_fields import SECTIONS, NodeFields
 
 if TYPE_CHECKING:
     from harmonic.plugins.wasm.guest import GuestInstance
@@ -184,6 +185,7 @@ class Access:
 def functions(inst: GuestInstance | None) -> Functions:
     """The host functions bound to ``inst`` (``None``: only to list them)."""
     columns = NodeColumns()
+    fields = NodeFields()
     acc = Access(inst)
     ctx, read, give, cached = acc.ctx, acc.read, acc.give, acc.cached
 
@@ -291,6 +293,21 @@ def functions(inst: GuestInstance | None) -> Functions:
         c = ctx()
         data = cached("unschedulable", lambda: snap_of(c).unschedulable[c.slots].astype(np.uint8).tobytes())
         return give(data, buf, limit, "unschedulable")
+
+    @fn(abi.MOD_NODES, "fields", [I32, I32, I32, I32], [I32])
+    def node_fields(spec: int, spec_len: int, buf: int, limit: int) -> int:
+        c = ctx()
+        names = read(spec, spec_len, "fields").decode(errors="replace")
+
+        def make() -> bytes:
+            out = []
+            for name in names.split(","):
+                if name not in SECTIONS:
+                    raise GuestFault(f"fields: no section {name!r} (one of {', '.join(SECTIONS)})")
+                out.append(fields.section(snap_of(c), name, c.slots))
+            return b"".join(out)
+
+        return give(cached(("fields", names), make), buf, limit, "fields")
 
     # -- harmonic.io/pod: the pod's fields a guest without a JSON parser needs.
     def pod_string(field_name: str) -> Callable[[int, int], int]:
