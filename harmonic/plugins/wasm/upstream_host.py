@@ -108,22 +108,27 @@ def functions(inst: GuestInstance | None) -> Functions:
     def severity_level() -> int:
         return inst.args.log_severity if inst is not None else 0
 
-    def emit(severity: int, msg: str, kvs: list[str]) -> None:
-        # Upstream drops lines below the configured severity; it logs only info and error lines.
+    def wanted(severity: int) -> bool:
+        # Upstream drops lines below the configured severity, and logs only info and error lines.
         if severity < severity_level() or severity not in (SEVERITY_INFO, SEVERITY_ERROR):
-            return
+            return False
+        return log.isEnabledFor(_LOG_LEVEL[severity])
+
+    def emit(severity: int, msg: str, kvs: list[str]) -> None:
         who = inst.name if inst is not None else "?"
         pairs = " ".join(f"{kvs[i]}={kvs[i + 1]!r}" for i in range(0, len(kvs) - 1, 2))
         log.log(_LOG_LEVEL[severity], "wasm guest %s: %s%s", who, msg, f" {pairs}" if pairs else "")
 
     @fn(abi.MOD_KLOG, "log", [I32, I32, I32], [])
     def klog_log(severity: int, msg: int, length: int) -> None:
-        emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "log"), [])
+        if wanted(severity):
+            emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "log"), [])
 
     @fn(abi.MOD_KLOG, "logs", [I32, I32, I32, I32, I32], [])
     def klog_logs(severity: int, msg: int, length: int, kvs: int, kvs_len: int) -> None:
-        pairs = [s.decode(errors="replace") for s in read(kvs, kvs_len, "logs").split(b"\0") if s]
-        emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "logs"), pairs)
+        if wanted(severity):
+            pairs = [s.decode(errors="replace") for s in read(kvs, kvs_len, "logs").split(b"\0") if s]
+            emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "logs"), pairs)
 
     @fn(abi.MOD_KLOG, "severity", [], [I32])
     def klog_severity() -> int:

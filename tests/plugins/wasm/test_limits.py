@@ -16,6 +16,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import PluginError
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.wasm.args import WasmPluginArgs
+from harmonic.plugins.wasm.guest import EpochClock
 from harmonic.plugins.wasm.plugin import TEMPLATE
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness
@@ -188,3 +189,15 @@ def test_filter_rejecting_all_nodes_by_status(wat: Callable[[str], str]) -> None
     snap = _nodes()
     v = pl.filter(CycleState(), parse_pod(pod("p").obj()), snap, snap.order)
     assert np.all(v.code == 3)
+
+
+def test_the_epoch_catches_up_after_a_late_wakeup() -> None:
+    # A ticker that sleeps 5 ms but wakes at these instants must have added one tick per 5 ms that
+    # passed (1, 3, 3, 18, 18), not one per wakeup (1, 2, 3, 4, 5): otherwise a loaded machine, whose
+    # ticker wakes late, stretches every callTimeout.
+    clock = EpochClock(start=0.0)
+    total, seen = 0, []
+    for t in (0.006, 0.0151, 0.0152, 0.0901, 0.0902):
+        total += clock.due(t)
+        seen.append(total)
+    assert seen == [1, 3, 3, 18, 18]
