@@ -24,12 +24,11 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import Handle
 from harmonic.plugins.wasm import abi, ffi, host, upstream_host
 from harmonic.plugins.wasm.args import WasmPluginArgs
+from harmonic.plugins.wasm.output import GuestOutput
 
 #: Epoch ticks: call deadlines are rounded up to this many seconds.
 TICK_SECONDS = 0.005
 MAX_GUEST_BYTES = 64 << 20
-#: The most guest output (stdout and stderr) kept for an error message.
-MAX_OUTPUT_BYTES = 8192
 
 
 class GuestError(Exception):
@@ -264,8 +263,8 @@ class GuestInstance:
         self._linker = wasmtime.Linker(engine())
         fns = upstream_host.functions(self) if guest.kind == abi.UPSTREAM else host.functions(self)
         self._keep = host.define(self._linker, fns)
-        #: What the guest wrote to stdout and stderr since its last call began (WASI guests only).
-        self.output = bytearray()
+        #: The guest's stdout and stderr (WASI guests only).
+        self.output: GuestOutput | None = None
         if guest.needs_wasi:
             self._linker.define_wasi()
         self._funcs: dict[str, wasmtime.Func] = {}
@@ -283,13 +282,13 @@ class GuestInstance:
             if self.args.args:
                 wasi.argv = list(self.args.args)
             # Kept for error messages, as upstream appends a failed call's output to its error.
-            wasi.stdout_custom = self._capture
-            wasi.stderr_custom = self._capture
+            self.output = GuestOutput(wasi)
             for p in self.args.preopens:
                 wasi.preopen_dir(p.host_path, p.guest_path, fs_mutable=not p.read_only)
             store.set_wasi(wasi)
         self.store = store
-        self.output.clear()
+        if self.output is not None:
+            self.output.mark()
         try:
             instance = self._linker.instantiate(store, self.guest.module)
             exports = instance.exports(store)
@@ -324,8 +323,8 @@ class GuestInstance:
                 raise GuestError(f"{export}: cycle budget of {self.args.cycle_budget} used up")
             timeout = min(self._timeout, left)
             self.ctx = ctx
-            if self.output:
-                self.output.clear()
+            if self.output is not None:
+                self.output.mark()
             self.store.set_fuel(self.args.max_fuel_per_call)
             self.store.set_epoch_deadline(self._ticks(timeout))
             t0 = time.perf_counter()
@@ -344,14 +343,9 @@ class GuestInstance:
             self._instantiate()
             raise GuestError(f"{export}: {cause}")
 
-    def _capture(self, data: bytes) -> None:
-        room = MAX_OUTPUT_BYTES - len(self.output)
-        if room > 0:
-            self.output += data[:room]
-
     def _output_tail(self) -> str:
         """The guest's output, to append to an error (a Go guest's panic message is there)."""
-        text = bytes(self.output).decode(errors="replace").strip()
+        text = self.output.since_mark() if self.output is not None else ""
         return f"\n{text}" if text else ""
 
     def _invoke(self, export: str) -> int | None:

@@ -201,3 +201,26 @@ def test_the_epoch_catches_up_after_a_late_wakeup() -> None:
         total += clock.due(t)
         seen.append(total)
     assert seen == [1, 3, 3, 18, 18]
+
+
+_PRINTER = """(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "\\10") (data (i32.const 4) "\\02") (data (i32.const 16) "ok")
+  (data (i32.const 8) "\\20") (data (i32.const 12) "\\05") (data (i32.const 32) "oops!")
+  (func (export "prescore") (result i32)
+    (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 100))) (i32.const 0))
+  (func (export "filter") (result i32)
+    (drop (call $w (i32.const 2) (i32.const 8) (i32.const 1) (i32.const 100))) unreachable))"""
+
+
+def test_a_failed_call_carries_only_its_own_output(wat: Callable[[str], str]) -> None:
+    # prescore prints "ok" to stdout and succeeds; filter prints "oops!" to stderr and traps.
+    pl = _plugin(wat(_PRINTER))
+    snap = _nodes()
+    p = parse_pod(pod("p").obj())
+    for _ in range(3):
+        assert pl.pre_score(CycleState(), p, snap, snap.order) is None
+    with pytest.raises(PluginError) as e:
+        pl.filter(CycleState(), p, snap, snap.order)
+    assert str(e.value).endswith("instruction executed\noops!")
