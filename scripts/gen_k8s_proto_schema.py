@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Extract the protobuf field numbers of Kubernetes' API types from kube-scheduler-wasm-extension's
-generated Go code, into ``harmonic/plugins/wasm/k8s_proto.json`` (read by ``harmonic/plugins/wasm/proto.py``).
+generated Go code, into ``harmonic/data/wasm/k8s_proto.json`` (read by ``harmonic/plugins/wasm/proto.py``).
 
 Upstream's guests decode the pod and nodes with the ``k8s.io/api`` protobuf messages that
 ``kubernetes/proto/*/generated.pb.go`` define; each struct field there carries its wire facts in a tag
@@ -19,7 +19,7 @@ import json
 import re
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "harmonic" / "plugins" / "wasm" / "k8s_proto.json"
+OUT = Path(__file__).resolve().parent.parent / "harmonic" / "data" / "wasm" / "k8s_proto.json"
 PACKAGES = ("api", "meta", "resource", "runtime", "instr")
 
 _STRUCT = re.compile(r"^type (\w+) struct \{$(.*?)^\}", re.M | re.S)
