@@ -57,7 +57,8 @@ EXPORTS: dict[str, Export] = {
 UPSTREAM_EXPORTS: dict[str, Export] = {
     e.name: e
     for e in (
-        Export("enqueue", (), (), "enqueue"),
+        # Not an extension point: asked once for the cluster events to register.
+        Export("enqueue", (), (), ""),
         Export("prefilter", (), ("i32",), "preFilter"),
         Export("addpod", (), ("i32",), "preFilter"),
         Export("removepod", (), ("i32",), "preFilter"),

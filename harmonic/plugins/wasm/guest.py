@@ -96,7 +96,8 @@ class GuestModule:
     def points(self) -> tuple[str, ...]:
         seen: dict[str, None] = {}
         for name in self.exports:
-            seen.setdefault(self.table[name].point)
+            if self.table[name].point:
+                seen.setdefault(self.table[name].point)
         return tuple(seen)
 
 

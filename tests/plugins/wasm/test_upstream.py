@@ -24,6 +24,7 @@ from harmonic.plugins.registry import default_registry
 from harmonic.plugins.wasm import abi, proto
 from harmonic.plugins.wasm.args import WasmPluginArgs
 from harmonic.plugins.wasm.plugin import TEMPLATE
+from harmonic.plugins.wasm.upstream_plugin import _Pool
 from harmonic.sim.engine import Simulation
 from harmonic.sim.placements import Placement, watch_binds
 from harmonic.sim.run import prepare
@@ -348,3 +349,26 @@ def test_node_number_example_schedules_pods_in_the_simulator(monkeypatch: pytest
     placed = {key: node for _, key, node in binds["wasm-nodenumber"]}
     assert len(placed) == 30
     assert all(node == f"node-{int(key.rsplit('-', 1)[1]) % 10}" for key, node in placed.items())
+
+
+# ------------------------------------------------------------------ the instance pool
+def test_pool_keeps_a_pods_instance_through_binding() -> None:
+    # As upstream's guestPool: scheduling cycles share one instance until a pod enters binding, which
+    # keeps it; the next cycle gets a spare, and a pod's release makes its instance the next spare.
+    made: list[object] = []
+
+    def make() -> Any:
+        made.append(object())
+        return made[-1]
+
+    first = object()
+    pool = _Pool(first, make)  # type: ignore[arg-type]
+    assert pool.for_scheduling() is pool.for_scheduling() is first
+    assert pool.for_binding("a") is first
+    assert pool.for_binding("a") is first
+    second = pool.for_scheduling()
+    assert second is made[0] and second is not first
+    pool.release("a")
+    assert pool.for_binding("b") is second
+    assert pool.for_scheduling() is first
+    assert len(made) == 1
