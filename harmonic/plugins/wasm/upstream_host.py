@@ -122,7 +122,8 @@ def functions(inst: GuestInstance | None) -> Functions:
     @fn(abi.MOD_KLOG, "log", [I32, I32, I32], [])
     def klog_log(severity: int, msg: int, length: int) -> None:
         if wanted(severity):
-            emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "log"), [])
+            # A Go guest's klog.Info ends its line with a newline; the logger adds its own.
+            emit(severity, text(msg, min(length, abi.MAX_REASON_BYTES), "log").rstrip(), [])
 
     @fn(abi.MOD_KLOG, "logs", [I32, I32, I32, I32, I32], [])
     def klog_logs(severity: int, msg: int, length: int, kvs: int, kvs_len: int) -> None:
