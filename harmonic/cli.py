@@ -25,6 +25,7 @@ from harmonic.feedback.cli import (
 )
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
+from harmonic.startup import COMMANDS, Command
 
 if TYPE_CHECKING:
     from harmonic.cluster.transport import Transport
@@ -525,20 +526,7 @@ def run(
     from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
-    try:
-        cfg = _load(config_path)
-    except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    le = cfg.leader_election
-    if le.leader_elect and (le.resource_namespace, le.resource_name) == ("kube-system", "kube-scheduler"):
-        click.echo(
-            f"error: {config_path}: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
-            "lease; a second scheduler taking it would stop kube-scheduler. Set a name of its own (e.g. harmonic).",
-            err=True,
-        )
-        sys.exit(1)
-    graphs = _graph_services(cfg)
+    cfg, graphs = _prepare(config_path, "run", kubeconfig, context)
     transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
     assert transport is not None
     usage = _usage_services(cfg, transport)
@@ -618,16 +606,19 @@ def run(
     sys.exit(code)
 
 
-def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
-    """The affinity graph the configuration's CommunicationAffinity profiles read (exit 1 naming the
-    problem when its telemetry args cannot be built)."""
-    from harmonic.plugins.communicationaffinity.setup import graph_services
+def _prepare(
+    config_path: str | None, command: Command, kubeconfig: str | None, context: str | None
+) -> tuple[SchedulerConfiguration, dict[str, GraphService]]:
+    """The configuration and graph services ``command`` starts with (``harmonic.startup``, the checks
+    ``config check --for`` reports); exits 1 with one line naming the problem."""
+    from harmonic.startup import prepare
 
     try:
-        return graph_services(cfg)
-    except (ConfigError, OSError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
+        prepared = prepare(config_path, command, kubeconfig, context)
+    except ConfigError as e:
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
+    return prepared.config, prepared.graphs
 
 
 def _usage_services(cfg: SchedulerConfiguration, transport: Any) -> dict[str, Any]:
@@ -724,13 +715,18 @@ def config() -> None:
 
 @config.command("check")
 @click.argument("path")
-def config_check(path: str) -> None:
-    """Validate PATH; print one clear error line and exit 1 if it is invalid."""
-    try:
-        cfg = _load(path)
-    except ConfigError as e:
-        click.echo(f"error: {' '.join(str(e).split())}", err=True)
-        sys.exit(1)
+@click.option(
+    "--for",
+    "command",
+    type=click.Choice(COMMANDS),
+    default="run",
+    show_default=True,
+    help="The command PATH is for: checked exactly as that command checks it before starting.",
+)
+def config_check(path: str, command: Command) -> None:
+    """Validate PATH as `harmonic COMMAND --config PATH` would; print one clear error line and exit 1
+    if that command would refuse it."""
+    cfg, _ = _prepare(path, command, None, None)
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
     # Plugins made from the config (WebAssembly guests): what was loaded and where it plugs in.
@@ -882,12 +878,7 @@ def _extender_setup(
     from harmonic.extender.live import LiveCluster
     from harmonic.plugins.registry import default_registry
 
-    try:
-        cfg = _load(config_path)
-    except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    graphs = _graph_services(cfg)
+    cfg, graphs = _prepare(config_path, "extender", kubeconfig, context)
     transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
     live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
     fb = live_feedback(cfg, *feedback)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from harmonic.framework.config import yaml_problem
+from harmonic import safeyaml
 
 
 class KubeconfigError(ValueError):
@@ -128,9 +128,9 @@ def check_kubeconfig(path: str | Path, context: str | None = None, selected: boo
     except (OSError, UnicodeDecodeError) as e:
         raise KubeconfigError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise KubeconfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+        raise KubeconfigError(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
     if not isinstance(data, dict):
         raise KubeconfigError(f"{path}: expected a kubeconfig object (apiVersion: v1, kind: Config)")
     try:

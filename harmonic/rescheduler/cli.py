@@ -19,6 +19,7 @@ from typing import Any
 import click
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
 from harmonic.framework.config import ConfigError, Profile, SchedulerConfiguration
 from harmonic.rescheduler.args import parse_duration
@@ -33,9 +34,11 @@ CACHE_SYNC_SECONDS = 60.0
 def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
     for path in paths:
         try:
-            docs = list(yaml.safe_load_all(Path(path).read_text()))
-        except (OSError, yaml.YAMLError) as e:
-            raise click.ClickException(f"{path}: {e}") from None
+            docs = safeyaml.load_all(Path(path).read_text())
+        except OSError as e:
+            raise click.ClickException(f"{path}: cannot read: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise click.ClickException(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
         for d in docs:
             if (isinstance(d, Mapping) and d.get("kind") == "List") or (
                 isinstance(d, Mapping) and "items" in d and "kind" not in d
@@ -164,14 +167,14 @@ def reschedule(
     harmonic reschedule --policy P --once                      # one cycle, evicting
     harmonic reschedule --policy P --interval 2m               # the loop, with its own Lease
     """
-    from harmonic.cli import _load
     from harmonic.plugins.registry import default_registry
+    from harmonic.startup import prepare
 
     if manifests and not (once and dry_run):
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
         policy = read_policy(policy_path)
-        cfg = _load(config_path)
+        cfg = prepare(config_path, "reschedule", kubeconfig, context).config
         every = parse_duration(interval)
         state = (
             from_manifests(_objects(manifests), now=time.time() if now is None else now)

@@ -11,13 +11,13 @@ These give the affinity graph a starting point before (or instead of) live mesh 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
 from harmonic.api.quantity import QuantityError, parse_quantity, value
 from harmonic.signals.identity import WorkloadKey
@@ -27,11 +27,12 @@ from harmonic.signals.telemetry import Reading, TrafficSample
 def load_topology(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
+        data = safeyaml.load_json(p.read_text())
     except OSError as e:
         raise ObjectError(f"topology {p}", "", f"cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ObjectError(f"topology {p}", "", f"not valid JSON: {e}") from None
+    except (ValueError, yaml.YAMLError) as e:
+        why = safeyaml.problem(e) if isinstance(e, yaml.YAMLError) else str(e)
+        raise ObjectError(f"topology {p}", "", f"not valid JSON: {why}") from None
     validate_topology(data, f"topology {p}")
     return data
 
@@ -126,11 +127,11 @@ class AppGroupSource:
     def from_file(cls, path: str | Path, dependency_rate: float = 1.0) -> AppGroupSource:
         p = Path(path)
         try:
-            docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
+            docs = [d for d in safeyaml.load_all(p.read_text()) if d]
         except OSError as e:
             raise ObjectError(f"AppGroup file {p}", "", f"cannot read: {e.strerror}") from None
         except yaml.YAMLError as e:
-            raise ObjectError(f"AppGroup file {p}", "", f"not valid YAML: {e}") from None
+            raise ObjectError(f"AppGroup file {p}", "", f"not valid YAML: {safeyaml.problem(e)}") from None
         return cls(docs, dependency_rate)
 
     def read(self) -> Reading:

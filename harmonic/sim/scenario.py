@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 
+from harmonic import safeyaml
 from harmonic.framework.config import parse_duration
 from harmonic.signals.feedback.learning import LearningConfig
 from harmonic.sim.errors import ScenarioError
@@ -672,9 +673,9 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     except UnicodeDecodeError as e:
         raise ScenarioError(str(path), "", f"cannot read {what}: not UTF-8 text (byte {e.start})") from None
     try:
-        return yaml.safe_load(text)
+        return safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise ScenarioError(str(path), "", f"not valid YAML: {e}") from None
+        raise ScenarioError(str(path), "", f"not valid YAML: {safeyaml.problem(e)}") from None
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
