@@ -214,8 +214,9 @@ def simulate(
     """
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.outdir import OutDirError, check_writable
     from harmonic.sim.report import format_table
-    from harmonic.sim.run import prepare
+    from harmonic.sim.run import prepare, write
     from harmonic.sim.run import simulate as run_simulation
 
     registry = default_registry()
@@ -234,7 +235,8 @@ def simulate(
         sys.exit(1)
     try:
         plan, runs = prepare(scenario, configs, registry, topologies, user_rate, seed)
-    except (ScenarioError, ConfigError) as e:
+        check_writable(out_dir)
+    except (ScenarioError, ConfigError, OutDirError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     names = ", ".join(r.name for r in runs)
@@ -248,14 +250,15 @@ def simulate(
         length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
     ) as bar:
         outcome = run_simulation(
-            plan,
-            runs,
-            registry,
-            out_dir,
-            lambda _name, n: bar.update(n),
-            record_decisions=record_decisions,
+            plan, runs, registry, None, lambda _name, n: bar.update(n), record_decisions=record_decisions
         )
     click.echo(format_table(outcome.metrics))
+    try:
+        write(out_dir, outcome)
+    except OSError as e:
+        # The folder was writable when the run began; the table above is the run's result all the same.
+        click.echo(f"error: --out {out_dir}: cannot write the report: {e.strerror or e}", err=True)
+        sys.exit(1)
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
     if record_decisions:
         click.echo(
@@ -290,6 +293,7 @@ def _sweep(
 ) -> None:
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.outdir import check_writable
     from harmonic.sim.sweep import (
         ExecutorUnavailable,
         SeedSpecError,
@@ -304,6 +308,7 @@ def _sweep(
     try:
         seeds = parse_seeds(req.seeds)
         plans, runs = prepare_sweep(scenario, configs, default_registry(), seeds, topologies, user_rate)
+        check_writable(out_dir)
         ex = executor(req.executor, req.jobs, req.address)
     except (ScenarioError, ConfigError, SeedSpecError, ValueError, ExecutorUnavailable) as e:
         where = "--seeds: " if isinstance(e, SeedSpecError) else ""
@@ -324,8 +329,12 @@ def _sweep(
     except ExecutorUnavailable as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
-    path = write_sweep(out_dir, doc)
     click.echo(format_sweep_table(doc, req.metrics or None))
+    try:
+        path = write_sweep(out_dir, doc)
+    except OSError as e:
+        click.echo(f"error: --out {out_dir}: cannot write sweep.json: {e.strerror or e}", err=True)
+        sys.exit(1)
     click.echo(f"sweep: {path}", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
