@@ -48,6 +48,19 @@ def _load(config: str | None) -> SchedulerConfiguration:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _user_rate(param: click.Parameter, value: float, positive: bool) -> float:
+    """--user-rate: a finite number of user actions per second within the topologies' bound."""
+    from harmonic.signals.static import check_user_rate
+
+    try:
+        check_user_rate(value)
+        if positive and value == 0:
+            raise ValueError(f"{value!r} must be greater than 0")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param=param) from None
+    return value
+
+
 def _cluster_options(f: F) -> F:
     """--kubeconfig and --context, shared by the commands that talk to a cluster."""
     f = click.option("--context", default=None, help="kubeconfig context (default: its current-context).")(f)
@@ -140,7 +153,8 @@ def main(verbose: int) -> None:
 )
 @click.option(
     "--user-rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
+    callback=lambda ctx, param, v: _user_rate(param, v, positive=True),
     default=10.0,
     show_default=True,
     help="User actions per second for --topology.",
@@ -378,7 +392,8 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 )
 @click.option(
     "--user-rate",
-    type=click.FloatRange(min=0),
+    type=float,
+    callback=lambda ctx, param, v: _user_rate(param, v, positive=False),
     default=1.0,
     show_default=True,
     help="User actions/s for topologies.",

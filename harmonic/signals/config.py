@@ -27,7 +27,7 @@ from harmonic.framework.args import PluginArgs
 from harmonic.signals.graph import AffinityGraph, WeightBy
 from harmonic.signals.prometheus import PRESETS, MeshQueries, PrometheusSource
 from harmonic.signals.service import GraphService
-from harmonic.signals.static import AppGroupSource, TopologySource, load_topology
+from harmonic.signals.static import MAX_USER_RATE, AppGroupSource, TopologySource, load_topology
 from harmonic.signals.telemetry import TelemetrySource
 
 
@@ -67,7 +67,7 @@ class PrometheusConfig(PluginArgs):
 class TopologyConfig(PluginArgs):
     file: str = Field(min_length=1)
     namespace: str = "default"
-    user_rate: float = Field(default=1.0, ge=0)
+    user_rate: float = Field(default=1.0, ge=0, le=MAX_USER_RATE, allow_inf_nan=False)
 
 
 class TelemetryConfig(PluginArgs):

@@ -11,6 +11,7 @@ These give the affinity graph a starting point before (or instead of) live mesh 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,18 @@ from harmonic.api.errors import ObjectError
 from harmonic.api.quantity import QuantityError, parse_quantity, value
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.telemetry import Reading, TrafficSample
+
+#: Calls per user action an edge may carry, and user actions per second a topology may be driven at:
+#: far beyond any application (the bundled topologies' weights are below 20), and small enough that
+#: the rates they make (and the byte rates the simulator derives from them) stay finite numbers.
+MAX_EDGE_WEIGHT = 1e6
+MAX_USER_RATE = 1e6
+
+
+def check_user_rate(rate: float) -> None:
+    """Raises ValueError when ``rate`` is not a finite number in [0, MAX_USER_RATE]."""
+    if not (math.isfinite(rate) and 0 <= rate <= MAX_USER_RATE):
+        raise ValueError(f"{rate!r} must be a number from 0 to {MAX_USER_RATE:g} (user actions per second)")
 
 
 def load_topology(path: str | Path) -> dict[str, Any]:
@@ -60,8 +73,16 @@ def validate_topology(data: Any, obj: str) -> None:
                     obj, f"edges[{i}].{end}", f"{e.get(end)!r} is not a service of this topology"
                 )
         w = e.get("weight")
-        if not isinstance(w, (int, float)) or isinstance(w, bool) or w < 0:
-            raise ObjectError(obj, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
+        if (
+            not isinstance(w, (int, float))
+            or isinstance(w, bool)
+            or not (math.isfinite(w) and 0 <= w <= MAX_EDGE_WEIGHT)
+        ):
+            raise ObjectError(
+                obj,
+                f"edges[{i}].weight",
+                f"{w!r} must be a number from 0 to {MAX_EDGE_WEIGHT:g} (calls per user action)",
+            )
 
 
 class TopologySource:
@@ -71,8 +92,7 @@ class TopologySource:
         self, topology: Mapping[str, Any], namespace: str = "default", user_rate: float = 1.0
     ) -> None:
         validate_topology(topology, f"topology {topology.get('name', '')}".strip())
-        if user_rate < 0:
-            raise ValueError("user_rate must be >= 0")
+        check_user_rate(user_rate)
         self.name = f"topology/{topology.get('name', 'unnamed')}"
         self._samples = tuple(
             TrafficSample(

@@ -35,6 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from harmonic import safeyaml
 from harmonic.framework.config import parse_duration
 from harmonic.signals.feedback.learning import LearningConfig
+from harmonic.signals.static import MAX_USER_RATE
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.truth.config import GroundTruth, Routing
 from harmonic.sim.truth.interference import workload_matches
@@ -199,7 +200,7 @@ class TopologyWorkload(_M):
     topology: str = Field(min_length=1)
     namespace: str | None = Field(default=None, pattern=_DNS_LABEL)
     #: User actions per second; each edge carries ``weight * userRate`` requests per second.
-    user_rate: float = Field(gt=0)
+    user_rate: float = Field(gt=0, le=MAX_USER_RATE)
     #: Replicas of every service (default: each service's own ``replicas``).
     replicas: int | None = Field(default=None, ge=1)
     at: Seconds = 0.0
