@@ -457,15 +457,20 @@ def graph(
             click.echo(f"warning: {src.name}: no signal: {r.reason}", err=True)
         for s in r.skipped[:5]:
             click.echo(f"warning: {src.name}: skipped {s}", err=True)
+    empty = "error: the graph is empty: no source gave a signal"
     if as_json:
+        # The document is printed either way (it says what was read); an empty graph still fails.
         click.echo(json.dumps(g.to_json(), indent=2))
+        if not g.edges():
+            click.echo(empty, err=True)
+            sys.exit(1)
         return
     if workload:
         click.echo(json.dumps(g.explain(WorkloadKey.parse(workload, namespace)), indent=2))
         return
     edges = g.top_edges(top_n)
     if not edges:
-        click.echo("the graph is empty: no source gave a signal")
+        click.echo(empty, err=True)
         sys.exit(1)
     width = max(len(edge["src"]) for edge in edges)
     click.echo(f"affinity graph v{g.version}: {len(g.edges())} edges; top {len(edges)} by {weight_by}")
@@ -860,6 +865,13 @@ def extender(
         raise click.UsageError("--tls-cert and --tls-key go together")
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
+    if tls is not None:
+        try:
+            tls.check()
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
     fb_token = _read_token(feedback_token_file)
     ext, live, graphs, fb = _extender_setup(
         config_path,
@@ -871,7 +883,6 @@ def extender(
     )
     token = _read_token(token_file)
     _configure_server_logs(log_format)
-    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(
         ext,
         ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token),
