@@ -552,6 +552,7 @@ def run(
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
     from harmonic.signals.feedback.placement import PlacementView
+    from harmonic.signals.metrics import FRESHNESS
     from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
@@ -608,6 +609,7 @@ def run(
                 live.ready_checks(),
                 routes,
                 post_routes,
+                notes=FRESHNESS.notes,
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)

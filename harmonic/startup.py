@@ -27,6 +27,7 @@ from harmonic.framework.config import (
     load_config,
     load_config_file,
 )
+from harmonic.signals.promquery import QueryLimits
 
 if TYPE_CHECKING:
     from harmonic.signals.service import GraphService
@@ -60,6 +61,10 @@ def prepare(
         if path is None
         else load_config_file(path, default_registry())
     )
+    try:
+        QueryLimits.from_env()
+    except ValueError as e:
+        raise ConfigError(f"environment: {e}") from None
     if command == "run":
         _second_scheduler(cfg)
     graphs = _graphs(cfg) if command in ("run", "extender") else {}

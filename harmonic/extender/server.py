@@ -8,8 +8,9 @@ Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix``
   not the protocol's shape (the message names the field); 401 without the bearer token when one is
   configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
   an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
-- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced),
-  ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
+- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced;
+  ``?verbose`` also lists each signal, ok or degraded, which never fails it), ``GET /metrics``
+  (Prometheus text). These are never behind the token, so probes and scrapes work.
 
 The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
 framework in the request path. Filter, prioritize and preempt run on one worker thread, one at a time
@@ -46,6 +47,7 @@ from harmonic.framework.decisions import endpoint as decisions_endpoint
 from harmonic.serving import ServerThread, listening_socket
 from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
 from harmonic.signals.feedback.intake import FeedbackIntake
+from harmonic.signals.metrics import FRESHNESS
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -221,8 +223,12 @@ class ExtenderApp:
             await _respond(send, 200, b"ok", content_type=b"text/plain")
         elif path == "/readyz":
             ready = self.extender.ready
-            msg = b"ok" if ready else b"cluster cache not synced"
-            await _respond(send, 200 if ready else 503, msg, content_type=b"text/plain")
+            msg = "ok" if ready else "cluster cache not synced"
+            if b"verbose" in scope.get("query_string", b""):
+                cache = "[+]cache ok" if ready else "[-]cache failed: not synced"
+                lines = [cache, *FRESHNESS.notes(), f"readyz check {'passed' if ready else 'failed'}"]
+                msg = "\n".join(lines) + "\n"
+            await _respond(send, 200 if ready else 503, msg.encode(), content_type=b"text/plain")
         else:
             await _respond(send, 200, self.metrics.render(), content_type=CONTENT_TYPE_LATEST.encode())
 
