@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -162,16 +161,6 @@ def _check_depth(doc: Any) -> None:
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
-
-
-def read(path: str | Path) -> Any:
-    """The one document in the file at ``path`` (JSON when it ends in .json). Raises OSError,
-    UnicodeDecodeError, ValueError (JSON syntax) or yaml.YAMLError."""
-    p = Path(path)
-    if p.stat().st_size > MAX_BYTES:
-        raise UnsafeYAMLError(f"larger than {MAX_BYTES >> 20} MiB")
-    text = p.read_text(encoding="utf-8")
-    return load_json(text) if p.suffix == ".json" else load(text)
 
 
 def problem(e: yaml.YAMLError) -> str:
