@@ -51,3 +51,22 @@ def _post(server: ExtenderServer, verb: str) -> tuple[int, Any]:
         return client.post(verb, {})
     finally:
         client.close()
+
+
+def test_readyz_verbose_lists_the_cache_and_the_signals() -> None:
+    from harmonic.signals.metrics import FRESHNESS
+
+    FRESHNESS.failed("prometheus/probe-test", "timed out: no complete answer within the 1 s deadline")
+    with running() as server:
+        client = Client(server)
+        try:
+            status, _, body = client.raw("GET", "/readyz?verbose")
+            plain = client.raw("GET", "/readyz")
+        finally:
+            client.close()
+    lines = body.decode().splitlines()
+    assert status == 200 and lines[0] == "[+]cache ok" and lines[-1] == "readyz check passed"
+    assert any(
+        line.startswith("[+]signal prometheus/probe-test degraded: no signal yet for ") for line in lines
+    )
+    assert plain[0] == 200 and plain[2] == b"ok"
