@@ -126,7 +126,29 @@ def test_an_installed_exec_plugin_is_accepted(tmp_path):
         '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t"}}\'\n'
     )
     plugin.chmod(0o755)
-    for command in ("./bin/creds", str(plugin), "true"):
+    for command in ("./bin/creds", str(plugin)):
         kc = tmp_path / "kubeconfig"
         kc.write_text(_exec_user(command))
         load_client(str(kc))
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("echo expired >&2; exit 1", "exec: process returned 1. expired"),
+        (
+            'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'',
+            "exec: missing token or clientCertificateData field in plugin output",
+        ),
+    ],
+)
+def test_an_exec_plugin_that_gives_no_credentials_fails_at_start(tmp_path, script, why):
+    """The client library logs one line and carries on unauthenticated; client-go fails the request."""
+    plugin = tmp_path / "creds"
+    plugin.write_text(f"#!/bin/sh\n{script}\n")
+    plugin.chmod(0o755)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(_exec_user(str(plugin)))
+    with pytest.raises(ClientConfigError) as info:
+        load_client(str(kc))
+    assert f"users['u'].exec: the credential plugin {plugin} gave no credentials: {why}" in str(info.value)
