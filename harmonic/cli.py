@@ -25,9 +25,11 @@ from harmonic.feedback.cli import (
 )
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
-from harmonic.startup import COMMANDS, Command
+from harmonic.startup import COMMANDS, Command, Prepared
 
 if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
     from harmonic.cluster.transport import Transport
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
@@ -103,11 +105,17 @@ def _configure_server_logs(log_format: str) -> None:
 
 
 def _transport(
-    cfg: SchedulerConfiguration, kubeconfig: str | None, context: str | None, component: str, optional: bool
+    cfg: SchedulerConfiguration,
+    kubeconfig: str | None,
+    context: str | None,
+    component: str,
+    optional: bool,
+    api: ApiClient | None = None,
 ) -> Transport | None:
     """The API-server transport from --kubeconfig, clientConnection (kubeconfig, qps, burst), the
     in-cluster service account or $KUBECONFIG/~/.kube/config; exits 1 naming the cause if the
-    configuration found cannot be loaded. ``optional``: None when there is no configuration at all."""
+    configuration found cannot be loaded. ``optional``: None when there is no configuration at all.
+    ``api``: the client ``startup.prepare`` already loaded from clientConnection.kubeconfig."""
     from harmonic.cluster.transport import ClientConfigError, Transport, cluster_config_found, load_client
 
     path = kubeconfig or cfg.client_connection.kubeconfig or None
@@ -115,7 +123,7 @@ def _transport(
         return None
     try:
         return Transport(
-            load_client(path, context),
+            api or load_client(path, context),
             qps=cfg.client_connection.qps,
             burst=cfg.client_connection.burst,
             user_agent=f"harmonic/{__version__} ({component})",
@@ -556,8 +564,9 @@ def run(
     from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
-    cfg, graphs = _prepare(config_path, "run", kubeconfig, context)
-    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
+    prepared = _prepare(config_path, "run", kubeconfig, context)
+    cfg, graphs = prepared.config, prepared.graphs
+    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False, api=prepared.api)
     assert transport is not None
     usage = _usage_services(cfg, transport)
     tune_process()
@@ -639,17 +648,16 @@ def run(
 
 def _prepare(
     config_path: str | None, command: Command, kubeconfig: str | None, context: str | None
-) -> tuple[SchedulerConfiguration, dict[str, GraphService]]:
-    """The configuration and graph services ``command`` starts with (``harmonic.startup``, the checks
-    ``config check --for`` reports); exits 1 with one line naming the problem."""
+) -> Prepared:
+    """The configuration, graph services and API client ``command`` starts with (``harmonic.startup``,
+    the checks ``config check --for`` reports); exits 1 with one line naming the problem."""
     from harmonic.startup import prepare
 
     try:
-        prepared = prepare(config_path, command, kubeconfig, context)
+        return prepare(config_path, command, kubeconfig, context)
     except ConfigError as e:
         click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
-    return prepared.config, prepared.graphs
 
 
 def _usage_services(cfg: SchedulerConfiguration, transport: Any) -> dict[str, Any]:
@@ -757,7 +765,7 @@ def config() -> None:
 def config_check(path: str, command: Command) -> None:
     """Validate PATH as `harmonic COMMAND --config PATH` would; print one clear error line and exit 1
     if that command would refuse it."""
-    cfg, _ = _prepare(path, command, None, None)
+    cfg = _prepare(path, command, None, None).config
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
     # Plugins made from the config (WebAssembly guests): what was loaded and where it plugs in.
@@ -915,8 +923,9 @@ def _extender_setup(
     from harmonic.extender.live import LiveCluster
     from harmonic.plugins.registry import default_registry
 
-    cfg, graphs = _prepare(config_path, "extender", kubeconfig, context)
-    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
+    prepared = _prepare(config_path, "extender", kubeconfig, context)
+    cfg, graphs = prepared.config, prepared.graphs
+    transport = _transport(cfg, kubeconfig, context, "extender", optional=True, api=prepared.api)
     live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
     fb = live_feedback(cfg, *feedback)
     try:

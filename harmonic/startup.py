@@ -12,7 +12,9 @@ Beyond the KubeSchedulerConfiguration itself (``framework.config``):
 - ``run`` and ``extender`` read CommunicationAffinity's topology and AppGroup files at start, and
   ``run`` builds the load-aware plugins' usage model: a missing file or disagreeing profiles are errors;
 - the kubeconfig that will be used when no ``--kubeconfig`` is given (``clientConnection.kubeconfig``)
-  must load: its context, cluster and user exist, and an exec credential plugin it names is installed.
+  must load as the command loads it: its context, cluster and user exist, an exec credential plugin it
+  names is installed and gives credentials, its server address and TLS settings are usable. The
+  client is handed to the command, so a credential plugin runs once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from harmonic.framework.config import (
 from harmonic.signals.promquery import QueryLimits
 
 if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
     from harmonic.signals.service import GraphService
 
 Command = Literal["run", "extender", "reschedule"]
@@ -46,6 +50,8 @@ class Prepared:
     config: SchedulerConfiguration
     #: The affinity graph service (``run`` and ``extender``), not started.
     graphs: dict[str, GraphService]
+    #: The API client of ``clientConnection.kubeconfig`` when that is the kubeconfig the command uses.
+    api: ApiClient | None = None
 
 
 def prepare(
@@ -70,9 +76,8 @@ def prepare(
     graphs = _graphs(cfg) if command in ("run", "extender") else {}
     if command == "run":
         _usage(cfg)
-    if kubeconfig is None and cfg.client_connection.kubeconfig:
-        _kubeconfig(cfg, context)
-    return Prepared(cfg, graphs)
+    api = _client(cfg, context) if kubeconfig is None and cfg.client_connection.kubeconfig else None
+    return Prepared(cfg, graphs, api)
 
 
 def _second_scheduler(cfg: SchedulerConfiguration) -> None:
@@ -112,10 +117,14 @@ def _usage(cfg: SchedulerConfiguration) -> None:
     usage_services(cfg, unused)
 
 
-def _kubeconfig(cfg: SchedulerConfiguration, context: str | None) -> None:
-    from harmonic.cluster.kubeconfig import KubeconfigError, check_kubeconfig
+def _client(cfg: SchedulerConfiguration, context: str | None) -> ApiClient:
+    """The client ``clientConnection.kubeconfig`` gives, loaded as the command loads it (credential
+    plugins run) and its server address and TLS settings usable."""
+    from harmonic.cluster.transport import ClientConfigError, Transport, load_client
 
     try:
-        check_kubeconfig(cfg.client_connection.kubeconfig, context)
-    except KubeconfigError as e:
+        api = load_client(cfg.client_connection.kubeconfig, context)
+        Transport(api)
+    except ClientConfigError as e:
         raise ConfigError(f"{cfg.source}: clientConnection.kubeconfig: {e}") from None
+    return api

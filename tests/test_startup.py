@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,10 @@ CASES: dict[str, tuple[str, dict[str, str | None]]] = {
     ),
     "missing kubeconfig": (
         HEADER + OWN_LEASE + "clientConnection: {kubeconfig: /nonexistent/kubeconfig}\n" + NAMED,
-        dict.fromkeys(COMMANDS, "clientConnection.kubeconfig: /nonexistent/kubeconfig: cannot read"),
+        dict.fromkeys(
+            COMMANDS,
+            "clientConnection.kubeconfig: cannot load cluster configuration from /nonexistent/kubeconfig: cannot read",
+        ),
     ),
 }
 
@@ -110,3 +114,37 @@ def test_config_check_defaults_to_run(tmp_path):
     f = _write(tmp_path, HEADER + OWN_LEASE)
     r = CliRunner().invoke(main, ["config", "check", str(f)])
     assert r.exit_code == 1 and "no profile names its schedulerName" in r.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_credential_plugin_that_fails_is_refused_by_check_and_command_alike(tmp_path, command):
+    """clientConnection.kubeconfig's exec plugin runs but gives no credentials (/bin/false)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/false"}
+                        },
+                    }
+                ],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    f = _write(tmp_path, HEADER + OWN_LEASE + f"clientConnection: {{kubeconfig: {kubeconfig}}}\n" + NAMED)
+    with pytest.raises(ConfigError) as e:
+        prepare(str(f), command)
+    assert (
+        "users['u'].exec: the credential plugin /bin/false gave no credentials: exec: process returned 1"
+        in str(e.value)
+    )
+    check = CliRunner().invoke(main, ["config", "check", "--for", command, str(f)])
+    assert check.exit_code == 1 and "gave no credentials" in check.stderr

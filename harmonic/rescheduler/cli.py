@@ -21,11 +21,12 @@ import yaml
 
 from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
-from harmonic.framework.config import ConfigError, Profile, SchedulerConfiguration
+from harmonic.framework.config import ConfigError, Profile
 from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
+from harmonic.startup import Prepared
 
 #: How long loop mode waits for its informers' first lists before giving up.
 CACHE_SYNC_SECONDS = 60.0
@@ -174,7 +175,8 @@ def reschedule(
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
         policy = read_policy(policy_path)
-        cfg = prepare(config_path, "reschedule", kubeconfig, context).config
+        prepared = prepare(config_path, "reschedule", kubeconfig, context)
+        cfg = prepared.config
         every = parse_duration(interval)
         state = (
             from_manifests(_objects(manifests), now=time.time() if now is None else now)
@@ -197,7 +199,7 @@ def reschedule(
         return
     _live(
         policy,
-        cfg,
+        prepared,
         prof,
         options,
         dry_run,
@@ -215,7 +217,7 @@ def reschedule(
 
 def _live(
     policy: Policy,
-    cfg: SchedulerConfiguration,
+    prepared: Prepared,
     prof: Profile,
     options: RunOptions,
     dry_run: bool,
@@ -243,7 +245,8 @@ def _live(
     from harmonic.rescheduler.live import LiveRescheduler
     from harmonic.rescheduler.providers import METRICS_SERVICE, connect
 
-    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
+    cfg = prepared.config
+    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False, api=prepared.api)
     assert transport is not None
     events = EventRecorder(transport)
     try:
