@@ -91,6 +91,9 @@ class PrometheusClient:
         limits: QueryLimits | None = None,
     ) -> None:
         self.limits = limits or QueryLimits.from_env()
+        #: Over the network (no ``transport`` given) the deadline also has a timer that shuts the socket;
+        #: a transport of the caller's (the simulator's, in process) has no socket to shut.
+        self._network = transport is None
         self._http = httpx.Client(
             base_url=url.rstrip("/"),
             timeout=min(timeout, self.limits.deadline_seconds),
@@ -145,7 +148,8 @@ class PrometheusClient:
         too_late = f"timed out: no complete answer within the {limits.deadline_seconds:g} s deadline"
         timer = threading.Timer(limits.deadline_seconds, expire)
         timer.daemon = True
-        timer.start()
+        if self._network:
+            timer.start()
         try:
             with self._http.stream(
                 "GET", PATH, params={"query": promql}, extensions={"trace": trace}
