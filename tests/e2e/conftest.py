@@ -90,11 +90,8 @@ def nodes(kube: KubeClient) -> Iterator[Callable[..., list[dict[str, Any]]]]:
                 raise
 
 
-@pytest.fixture(scope="session")
-def harmonic_install(
-    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> HarmonicInstall:
-    """deploy/harmonic-scheduler.yaml applied (its RBAC, ServiceAccount and configuration)."""
-    return HarmonicInstall.apply(
-        control_plane, REPO / "deploy" / "harmonic-scheduler.yaml", tmp_path_factory.mktemp("harmonic")
-    )
+@pytest.fixture
+def harmonic_install(control_plane: ControlPlane, tmp_path: Path) -> HarmonicInstall:
+    """deploy/harmonic-scheduler.yaml applied (its RBAC, ServiceAccount and configuration); per test,
+    as a fault test may have wiped etcd since."""
+    return HarmonicInstall.apply(control_plane, REPO / "deploy" / "harmonic-scheduler.yaml", tmp_path)
