@@ -238,16 +238,19 @@ STORAGE_RESOURCES = (
 )
 
 
-def uses_service(config: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
-    """Does any plugin of any profile of ``config`` (a SchedulerConfiguration) read the ``key`` service
-    (its ``needs(args)``, required or degraded)? The live adapters start an informer only for a service
-    someone reads."""
-    for prof in config.profiles:
-        for name in prof.plugin_names:
-            cls = prof.plugin_classes.get(name) or registry.get(name)
-            if cls is not None and any(need.key.name == key.name for need in cls.needs(prof.args[name])):
-                return True
+def profile_uses_service(profile: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """Does any plugin of ``profile`` read the ``key`` service (its ``needs(args)``, required or
+    degraded)? The live adapters start an informer only for a service someone reads."""
+    for name in profile.plugin_names:
+        cls = profile.plugin_classes.get(name) or registry.get(name)
+        if cls is not None and any(need.key.name == key.name for need in cls.needs(profile.args[name])):
+            return True
     return False
+
+
+def uses_service(config: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """``profile_uses_service`` for any profile of ``config`` (a SchedulerConfiguration)."""
+    return any(profile_uses_service(prof, registry, key) for prof in config.profiles)
 
 
 class StorageFeed:
@@ -269,6 +272,20 @@ class StorageFeed:
                 self.volumes.delete(kind, name, namespace)
 
         return _feed(kind, put, delete)
+
+
+class StorageInformers:
+    """The ``"volumes"`` service (``volumes``, an ``InMemoryVolumes``) and the informers feeding it, keyed
+    by resource name; the adapter starts and stops them (the rescheduler uses them alone)."""
+
+    def __init__(self, transport: Transport, backoff: Callable[[], Backoff] = Backoff) -> None:
+        self.volumes = InMemoryVolumes()
+        feed = StorageFeed(self.volumes)
+        self.informers: dict[str, Informer] = {}
+        for resource in STORAGE_RESOURCES:
+            inf = Informer(transport, resource, backoff=backoff(), transform=strip_managed_fields)
+            inf.add_handler(feed.handler(resource.kind))
+            self.informers[resource.plural] = inf
 
 
 class LiveServices:
@@ -311,12 +328,9 @@ class LiveServices:
             self.services[BATCH_SERVICE] = self.batch
         self.volumes: InMemoryVolumes | None = None
         if storage:
-            self.volumes = InMemoryVolumes()
-            feed = StorageFeed(self.volumes)
-            for resource in STORAGE_RESOURCES:
-                inf = Informer(transport, resource, backoff=backoff(), transform=strip_managed_fields)
-                inf.add_handler(feed.handler(resource.kind))
-                self.informers[resource.plural] = inf
+            informers = StorageInformers(transport, backoff)
+            self.volumes = informers.volumes
+            self.informers.update(informers.informers)
             self.services[keys.VOLUMES.name] = self.volumes
 
     def _workload_informer(self, transport: Transport, resource: Resource, backoff: Backoff) -> Informer:
