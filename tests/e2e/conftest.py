@@ -21,7 +21,7 @@ import pytest
 from harmonic.cluster.transport import ApiStatusError
 from harmonic.testing.kube import AssetsMissing, ControlPlane, KubeClient, locate, prepare
 
-from .harmonic import HarmonicInstall
+from .install import HarmonicInstall
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ASSETS = REPO.parent / "shared" / "kube"

@@ -21,7 +21,7 @@ import pytest
 from harmonic.testing.kube import ControlPlane, KubeClient
 
 from .conftest import delete_if_present, delete_pods
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .volumes import ZONE, FakeProvisioner, pod_with, pv, pvc, storage_class
 
 SETTLE_SECONDS = 60
