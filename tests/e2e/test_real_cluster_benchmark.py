@@ -14,8 +14,8 @@ from harmonic.testing.kube import AssetsMissing, locate
 from tests.benchmark_scripts import BENCHMARKS
 from tests.e2e.conftest import DEFAULT_ASSETS
 
-# Its own control planes, one per row: in the kube group, so it never runs beside the shared one.
-pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
+# The benchmark starts its own control plane for each row.
+pytestmark = pytest.mark.kube
 
 
 def test_rows_bind_what_fits_and_agree() -> None:
