@@ -260,6 +260,8 @@ class Scheduler:
         self._last_unschedulable_flush = self.clock.now()
         #: Pods that cannot be compiled, by uid: the error already reported about each.
         self._malformed: dict[str, str] = {}
+        #: The same for nodes, by name.
+        self._malformed_nodes: dict[str, str] = {}
         #: Pods handed to binding (past Permit) whose result has not come back yet.
         self._binding: set[str] = set()
         #: Of those, the ones deleted meanwhile: they must not be requeued when binding fails.
@@ -353,6 +355,7 @@ class Scheduler:
         snap = self.cache.snapshot
         if new_raw is None:
             name = _meta(old_raw).get("name")
+            self._malformed_nodes.pop(str(name), None)
             if isinstance(name, str) and snap.has_node(name):
                 old_node = snap.node(snap.slot_of[name])
                 self.queue.move_on_event(NODE_DELETE, old_node, None)
@@ -361,9 +364,15 @@ class Scheduler:
         try:
             node = parse_node(new_raw)
         except ObjectError as e:
-            # Keep what we knew of the node: one bad update must not take it away.
-            log.error("ignoring node: %s", e)
+            # Keep what we knew of the node: one bad update must not take it away. One line per node
+            # and error: its status updates bring the same error back every few minutes.
+            name = str(_meta(new_raw).get("name"))
+            if self._malformed_nodes.get(name) != str(e):
+                self._malformed_nodes[name] = str(e)
+                log.error("ignoring node: %s", e)
             return
+        if self._malformed_nodes:
+            self._malformed_nodes.pop(node.name, None)
         old: Node | None = snap.node(snap.slot_of[node.name]) if snap.has_node(node.name) else None
         self.cache.update_node(node)
         if old is None:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harmonic.api.quantity import QuantityError, parse_quantity
+from harmonic.api.quantity import QuantityError
+from harmonic.api.resources import CPU, MEMORY, to_units
 from harmonic.sim.errors import ScenarioError
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "topologies"
@@ -107,10 +108,10 @@ def validate_topology(data: Any, source: str) -> None:
         if name in names:
             raise ScenarioError(source, f"{where}.name", f"duplicate service {name!r}")
         names.add(name)
-        for key in ("cpu_request", "memory_request"):
+        for key, resource in (("cpu_request", CPU), ("memory_request", MEMORY)):
             if key in s:
                 try:
-                    parse_quantity(s[key])
+                    to_units(resource, s[key])  # what the pod made from it must be a valid pod
                 except QuantityError as e:
                     raise ScenarioError(source, f"{where}.{key}", str(e)) from None
         st = s.get("service_time_ms")

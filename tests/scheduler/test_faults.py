@@ -272,3 +272,19 @@ def test_an_attempt_that_breaks_off_backs_the_pod_off(caplog, monkeypatch):
     monkeypatch.setattr(h.scheduler, "schedule_one", lambda: (stop.set(), 1 / 0))
     h.scheduler.run(stop, idle_wait=0)
     assert any("scheduling loop failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("cpu", ["-4", "1e100", "9223372036854775808"])
+def test_a_node_kube_apiserver_would_refuse_or_that_cannot_fit_is_one_error_line(caplog, cpu):
+    h = Harness()
+    bad = node("bad").obj()
+    bad["status"]["allocatable"]["cpu"] = cpu
+    with caplog.at_level(logging.ERROR):
+        h.add_nodes([bad, node("good").obj()])
+        for i in range(3):  # status updates bring the same node back
+            h.cluster.update_node({**bad, "metadata": {**bad["metadata"], "labels": {"beat": str(i)}}})
+        h.add_pods([pod("p").obj()])
+        h.schedule()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "Node bad: status.allocatable.cpu" in errors[0]
+    assert h.placement() == {"default/p": "good"}
