@@ -148,3 +148,21 @@ def test_a_malformed_selector_is_logged_and_not_used(api: ApiServerDouble, live_
 )
 def test_selector_view_never_raises_and_keeps_malformed_specs_for_the_index(raw, view):
     assert selector_view("Service")(raw) == view
+
+
+def test_a_malformed_budget_or_quota_is_one_warning_however_often_it_is_read(caplog):
+    from harmonic.api.batch import BatchObjects
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore, batch_feed
+
+    bad = {**_obj("b", {}, resourceVersion="3"), "status": {"disruptionsAllowed": "1"}}
+    good = _obj("g", {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}, resourceVersion="4")
+    budgets = DisruptionBudgets(ManifestStore([bad, good]))
+    quota = {"metadata": {"name": "q", "namespace": "shop"}, "spec": {"min": {"cpu": "-1"}}}
+    feed = batch_feed(BatchObjects(), "ElasticQuota")
+    with caplog.at_level(logging.WARNING):
+        for i in range(3):  # a read per preemption; an update per status change
+            assert [b.name for b in budgets()] == ["g"]
+            feed(quota, {**quota, "metadata": {**quota["metadata"], "resourceVersion": str(i)}})
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert "shop/b" in lines[0] and "spec.min.cpu" in lines[1]
