@@ -407,3 +407,33 @@ def test_mutual_tls_admits_only_clients_of_the_ca(pki):
         with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
             stranger.post("filter", fixture("filter-nodes.json"))
         stranger.close()
+
+
+@pytest.mark.parametrize("plugin", ["NodeResourcesBalancedAllocation", "NodeResourcesFit"])
+def test_prioritize_a_pod_asking_for_nearly_2_to_the_63_on_busy_nodes_is_in_range(serve, plugin):
+    """Found by the live fuzzer: such a request plus what a node already runs left int64 and
+    BalancedAllocation scored -461168601842638 (HTTP 500). kube-apiserver accepts the request."""
+    hog = fixture("victim-pod.json")
+    hog["spec"]["nodeName"] = N1
+    cache, _ = synced_cache(hog)
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "PrioritySort"}, {"name": plugin}, {"name": "DefaultBinder"}],
+                        "disabled": [{"name": "*"}],
+                    }
+                },
+            }
+        ]
+    }
+    args = fixture("filter-nodenames.json")
+    args["Pod"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "cpu": "9223372036854775",
+        "memory": "9223372036854775807",
+    }
+    status, scores = serve(config=config, cache=cache).post("prioritize", args)
+    assert status == 200, scores
+    assert all(0 <= s["Score"] <= 10 for s in scores)
