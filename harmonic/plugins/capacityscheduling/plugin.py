@@ -75,13 +75,30 @@ class _PreFilterState:
 
 
 class _QuotaSnapshot:
-    __slots__ = ("infos",)
+    """The cycle's quotas, copied on write: preemption clones the cycle state once per node, and a
+    copy of every namespace's quota each time made an attempt cost nodes x quotas (seconds per pod
+    with a few hundred ElasticQuotas, which anyone allowed to create them could do)."""
 
-    def __init__(self, infos: QuotaInfos) -> None:
+    __slots__ = ("_owned", "infos")
+
+    def __init__(self, infos: QuotaInfos, owned: set[str] | None = None) -> None:
         self.infos = infos
+        #: Namespaces whose QuotaInfo this snapshot may change in place (None: all of them).
+        self._owned = owned
 
     def clone(self) -> _QuotaSnapshot:
-        return _QuotaSnapshot(self.infos.clone())
+        # Both sides now share every QuotaInfo; each copies one before its first change.
+        self._owned = set()
+        return _QuotaSnapshot(QuotaInfos(self.infos), set())
+
+    def writable(self, namespace: str) -> QuotaInfo | None:
+        """The namespace's QuotaInfo, this snapshot's own to change (None: no quota there)."""
+        info = self.infos.get(namespace)
+        if info is None or self._owned is None or namespace in self._owned:
+            return info
+        info = self.infos[namespace] = info.clone()
+        self._owned.add(namespace)
+        return info
 
 
 class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
@@ -289,7 +306,8 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         snap: Snapshot = self.handle.snapshot
         runner = self.handle.runner
         infos = quota.infos
-        mine = infos.get(pod.namespace)
+        # This node's own copy: the victims taken out below change it, and it is read after each.
+        mine = quota.writable(pod.namespace)
         one = np.asarray([slot], dtype=np.int64)
         pods = sorted(snap.pods_on(slot), key=importance_key, reverse=True)
         potential: list[Pod] = []
@@ -366,7 +384,7 @@ def _in_snapshot(
     snap = _snapshot_state(state)
     if snap is None:
         return Status(Code.ERROR, f'error reading "{SNAPSHOT_KEY}" from cycleState: not found')
-    info = snap.infos.get(pod.namespace)
+    info = snap.writable(pod.namespace)
     if info is not None:
         op(info, pod.uid, pod.requests)
     return None
