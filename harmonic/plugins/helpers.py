@@ -22,7 +22,7 @@ def share(amount: np.ndarray, capacity: np.ndarray, scale: int = MAX_NODE_SCORE)
     int64. Exact (integer) for every capacity below 2^63 / 100, which is every real node; above it
     the product would wrap (to a negative score that fails every pod, as it would in Go), so those
     entries are computed in floating point, which is as exact as the capacity's own precision."""
-    if not (capacity > _EXACT_LIMIT).any():
+    if capacity.max(initial=0) <= _EXACT_LIMIT:
         out: np.ndarray = amount * scale // capacity
         return out
     big = capacity > _EXACT_LIMIT
