@@ -55,8 +55,11 @@ _ODD_TEXT = [
     "' OR 1=1 --",
     "%s%n%x",
 ]
-#: Quantities kube-apiserver stores that do not fit in 64 bits (Harmonic refuses them).
+#: Quantities kube-apiserver stores that do not fit in 64 bits (Harmonic refuses them). Checked one by
+#: one for cpu, memory, ephemeral-storage and example.com/x on Pods and Nodes: all are stored but
+#: "99999999999999999999" of an extended resource ("must be an integer": its int64 view wraps around).
 _HUGE = ["1e100", "1e400", "99999999999999999999", "9223372036854775808", "1e19", "10Ei", "8Ei"]
+_HUGE_EXTENDED = [q for q in _HUGE if q != "99999999999999999999"]
 
 
 @dataclass(slots=True)
@@ -111,11 +114,11 @@ class HostileObjects:
             (maker,) = self.rng.choices([m for _, m in makers], weights)
             yield from maker()
 
-    def _name(self, kind: str) -> str:
-        """Unique, and sometimes as long as kube-apiserver allows (253 characters, dotted)."""
+    def _name(self, kind: str, long: bool = True) -> str:
+        """Unique, and sometimes (``long``) as long as kube-apiserver allows (253 characters, dotted)."""
         self._n += 1
         base = f"fz-{kind}-{self._n:06d}"
-        if self.rng.random() < 0.1:
+        if long and self.rng.random() < 0.1:
             filler = ".".join("".join(self.rng.choices(_ALNUM, k=self.rng.randint(1, 60))) for _ in range(6))
             base = f"{base}.{filler}"[:253].rstrip(".-")
         return base
@@ -131,7 +134,8 @@ class HostileObjects:
         name = self._name("n")
         variant = r.randrange(8)
         if variant == 0:
-            res, what = r.choice(["cpu", "memory", "ephemeral-storage", "example.com/x"]), r.choice(_HUGE)
+            res = r.choice(["cpu", "memory", "ephemeral-storage", "example.com/x"])
+            what = r.choice(_HUGE_EXTENDED if "/" in res else _HUGE)
             obj = _node(name, {"cpu": "4", "memory": "8Gi", "pods": "110", res: what})
             yield Made("Node", obj, LOGGED, f"{res}: {what} does not fit in 64 bits")
             return
@@ -236,7 +240,7 @@ class HostileObjects:
             yield Made("Pod", obj, BIND, "odd preferences and soft spreading")
         elif variant == 8:
             res = r.choice(["cpu", "memory", "ephemeral-storage", "example.com/x"])
-            amount = r.choice(_HUGE)
+            amount = r.choice(_HUGE_EXTENDED if "/" in res else _HUGE)
             c["resources"] = {"requests": {res: amount}}
             if "/" in res:
                 c["resources"]["limits"] = {res: amount}  # extended resources: limit == request
@@ -336,7 +340,8 @@ class HostileObjects:
     # ------------------------------------------------------------------ gangs
     def _pod_group(self) -> Iterator[Made]:
         r = self.rng
-        name = self._name("pg")
+        # Its members name it in a label, whose value is at most 63 characters.
+        name = self._name("pg", long=False)
         variant = r.randrange(6)
         group: Obj = {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -350,7 +355,9 @@ class HostileObjects:
             return
         if variant == 1:
             res = r.choice(["cpu", "memory", "example.com/x"])
-            group["spec"]["minResources"] = {res: r.choice([*_HUGE, "-1"])}
+            group["spec"]["minResources"] = {
+                res: r.choice([*(_HUGE_EXTENDED if "/" in res else _HUGE), "-1"])
+            }
             yield Made("PodGroup", group, LOGGED, f"minResources.{res} negative or beyond 64 bits")
             return
         members = r.randint(1, 4)
