@@ -263,3 +263,19 @@ def test_a_cloned_quota_snapshot_copies_a_quota_only_when_it_changes_and_each_si
     mine.used["memory"] = 1
     assert copy.infos["ns0"].used == {"memory": 5}
     assert copy.writable("nope") is None
+
+
+def test_pre_filter_copies_no_quota_and_later_changes_stay_out_of_the_cycles_copy() -> None:
+    """PreFilter copied every namespace's quota per attempt; now it shares them, and a change to the
+    live quotas (Reserve of the next pod) copies the one it changes."""
+    _, pl = harness("CapacityScheduling")
+    pl.infos = QuotaInfos({f"ns{i}": _q(f"ns{i}", 1000, 2000, 0) for i in range(200)})
+    state = CycleState()
+    pod1 = parse_pod(_p("p1", "ns1", 10))
+    pl.pre_filter(state, pod1, pl.handle.snapshot)
+    cycle = state.get(SNAPSHOT_KEY)
+    assert isinstance(cycle, _QuotaSnapshot)
+    assert all(cycle.infos[ns] is pl.infos[ns] for ns in pl.infos)
+    pl.reserve(CycleState(), pod1, "node")
+    assert (pl.infos["ns1"].used, cycle.infos["ns1"].used) == ({"memory": 10}, {"memory": 0})
+    assert cycle.infos["ns2"] is pl.infos["ns2"]
