@@ -166,3 +166,21 @@ def test_a_malformed_budget_or_quota_is_one_warning_however_often_it_is_read(cap
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2, lines
     assert "shop/b" in lines[0] and "spec.min.cpu" in lines[1]
+
+
+def test_budgets_are_read_again_only_when_the_informer_moved_on() -> None:
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore
+
+    class Informed(ManifestStore):
+        resource_version, lists = "5", 1
+
+    store = Informed([_obj("a", {"minAvailable": 1, "selector": {}}, resourceVersion="5")])
+    budgets = DisruptionBudgets(store)
+    assert [b.name for b in budgets()] == ["a"]
+    store.apply(_obj("b", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    assert [b.name for b in budgets()] == ["a"]  # the informer has not reported version 6 yet
+    store.resource_version = "6"
+    assert sorted(b.name for b in budgets()) == ["a", "b"]
+    store.apply(_obj("c", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    store.lists = 2  # a relist that came back at a version seen before
+    assert sorted(b.name for b in budgets()) == ["a", "b", "c"]
