@@ -106,27 +106,46 @@ class NamespaceLabels(Mapping[str, Mapping[str, str]]):
 class DisruptionBudgets:
     def __init__(self, store: _Store) -> None:
         self._store = store
-        #: Compiled budgets by (namespace/name, resourceVersion): a budget is parsed once per change.
-        self._compiled: dict[tuple[str, str], PodDisruptionBudget] = {}
+        #: Compiled budgets by (namespace/name, resourceVersion): a budget is parsed once per change; a
+        #: malformed one is kept as None, so it is logged once, not at every preemption.
+        self._compiled: dict[tuple[str, str], PodDisruptionBudget | None] = {}
+        #: The last answer and the informer's resourceVersion it was read at: every preemption asks,
+        #: and with hundreds of budgets walking them each time was a sixth of a preemption's cost.
+        self._answered: tuple[tuple[str, int], builtins.list[PodDisruptionBudget]] | None = None
 
     def list(self) -> builtins.list[Obj]:
         return self._store.list()
 
     def __call__(self) -> builtins.list[PodDisruptionBudget]:
+        # An informer sets its resourceVersion after updating its store, so an answer read after
+        # seeing version V holds every change up to V; its list count tells a relist (after which
+        # an API server restored from a backup may reuse versions). A store without a version (the
+        # in-memory one) is read every time.
+        version = (getattr(self._store, "resource_version", ""), getattr(self._store, "lists", 0))
+        if version[0] and self._answered is not None and self._answered[0] == version:
+            return list(self._answered[1])
+        out = self._read()
+        if version[0]:
+            self._answered = (version, out)
+        return list(out)
+
+    def _read(self) -> builtins.list[PodDisruptionBudget]:
         out: builtins.list[PodDisruptionBudget] = []
-        fresh: dict[tuple[str, str], PodDisruptionBudget] = {}
+        fresh: dict[tuple[str, str], PodDisruptionBudget | None] = {}
         for raw in self._store.list():
             meta = raw.get("metadata") or {}
             key = (f"{meta.get('namespace')}/{meta.get('name')}", str(meta.get("resourceVersion", "")))
-            view = self._compiled.get(key)
-            if view is None:
+            if key in self._compiled:
+                view = self._compiled[key]
+            else:
                 try:
                     view = parse_pdb(raw)
                 except ObjectError as e:
                     log.warning("ignoring PodDisruptionBudget: %s", e)
-                    continue
+                    view = None
             fresh[key] = view
-            out.append(view)
+            if view is not None:
+                out.append(view)
         self._compiled = fresh
         return out
 
@@ -185,19 +204,28 @@ def _feed(kind: str, apply: Callable[[Obj], None], delete: Callable[[str, str], 
     """An informer handler applying each reported ``kind`` object and deleting the ones that go. An
     object ``apply`` refuses is logged and deleted, so a stale version does not outlive it."""
 
+    #: The error last logged per refused object: one line per object and error, not one per update.
+    refused: dict[tuple[str, str], str] = {}
+
     def on_change(old: Obj | None, new: Obj | None) -> None:
         obj = new if new is not None else old
         assert obj is not None
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         if new is None:
+            refused.pop((ns, name), None)
             delete(ns, name)
             return
         try:
             apply(new)
         except ObjectError as e:
-            log.warning("ignoring %s: %s", kind, e)
+            if refused.get((ns, name)) != str(e):
+                refused[(ns, name)] = str(e)
+                log.warning("ignoring %s: %s", kind, e)
             delete(ns, name)
+            return
+        if refused:
+            refused.pop((ns, name), None)
 
     return on_change
 

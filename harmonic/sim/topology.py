@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from harmonic import safeyaml
-from harmonic.api.quantity import QuantityError, parse_quantity
+from harmonic.api.quantity import QuantityError
+from harmonic.api.resources import CPU, MEMORY, to_units
 from harmonic.signals.static import MAX_EDGE_WEIGHT
 from harmonic.sim.errors import ScenarioError
 
@@ -111,10 +112,10 @@ def validate_topology(data: Any, source: str) -> None:
         if name in names:
             raise ScenarioError(source, f"{where}.name", f"duplicate service {name!r}")
         names.add(name)
-        for key in ("cpu_request", "memory_request"):
+        for key, resource in (("cpu_request", CPU), ("memory_request", MEMORY)):
             if key in s:
                 try:
-                    parse_quantity(s[key])
+                    to_units(resource, s[key])  # what the pod made from it must be a valid pod
                 except QuantityError as e:
                     raise ScenarioError(source, f"{where}.{key}", str(e)) from None
         st = s.get("service_time_ms")

@@ -322,3 +322,45 @@ def test_pod_with_a_bound_claim_is_scheduled_to_its_volumes_node(api: ApiServerD
     api.create("pods", p)
     with scheduling(start_scheduler):
         wait_until(lambda: api.pod_placement() == {"default/p": "n1"}, what="p bound to n1")
+
+
+def _hostile_pod(name: str, requests: dict[str, str]) -> dict:
+    """A pod kube-apiserver accepts (checked against kube-apiserver 1.36) but Harmonic cannot compile:
+    its requests do not fit in 64 bits. Extended resources need a limit equal to the request."""
+    obj = pod(name).scheduler("harmonic").obj()
+    limits = {k: v for k, v in requests.items() if "/" in k}
+    obj["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": limits}
+    return obj
+
+
+def test_a_pod_parse_pod_refuses_gets_an_event_and_scheduling_goes_on(
+    api: ApiServerDouble, start_scheduler, caplog
+):
+    """Issue 33: a pod whose request does not fit in 64 bits crashed the scheduling loop (the stub pod
+    built for its failure had no schedulerName) and the process exited."""
+    _nodes(api, 1)
+    api.create("pods", _hostile_pod("huge-cpu", {"cpu": "1e100"}))
+    api.create("pods", _hostile_pod("huge-ext", {"example.com/x": "1e19"}))
+    with scheduling(start_scheduler) as r:
+        failed = wait_until(
+            lambda: len(api.events("FailedScheduling")) == 2 and api.events("FailedScheduling")
+        )
+        _pods(api, ["after"])
+        wait_until(_all_bound(api, 1), what="the pod created after the bad ones")
+        conds = {
+            name: wait_until(
+                lambda n=name: (api.get("pods", n, "default")["status"].get("conditions") or [None])[0]
+            )
+            for name in ("huge-cpu", "huge-ext")
+        }
+        assert r.thread.is_alive()
+    assert r.stop() == 0
+    notes = {ev["regarding"]["name"]: ev["note"] for ev in failed}
+    assert "spec.containers[0].resources.requests.cpu" in notes["huge-cpu"]
+    assert "spec.containers[0].resources.requests.example.com/x" in notes["huge-ext"]
+    for name, cond in conds.items():
+        assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "SchedulerError")
+        assert cond["message"] == notes[name]
+    named = [rec for rec in caplog.records if rec.levelname == "ERROR" and "huge-cpu" in rec.getMessage()]
+    assert len(named) == 1, [rec.getMessage() for rec in named]
+    assert not [rec for rec in caplog.records if "crashed" in rec.getMessage()]

@@ -225,3 +225,39 @@ ALL_VOLUME_PLUGINS = [
 )
 def test_uses_service_reads_the_plugins_needs(plugins, key, expected):
     assert uses_service(_profile(**plugins), default_registry(), key) is expected
+
+
+def test_a_malformed_budget_or_quota_is_one_warning_however_often_it_is_read(caplog):
+    from harmonic.api.batch import BatchObjects
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore, batch_feed
+
+    bad = {**_obj("b", {}, resourceVersion="3"), "status": {"disruptionsAllowed": "1"}}
+    good = _obj("g", {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}, resourceVersion="4")
+    budgets = DisruptionBudgets(ManifestStore([bad, good]))
+    quota = {"metadata": {"name": "q", "namespace": "shop"}, "spec": {"min": {"cpu": "-1"}}}
+    feed = batch_feed(BatchObjects(), "ElasticQuota")
+    with caplog.at_level(logging.WARNING):
+        for i in range(3):  # a read per preemption; an update per status change
+            assert [b.name for b in budgets()] == ["g"]
+            feed(quota, {**quota, "metadata": {**quota["metadata"], "resourceVersion": str(i)}})
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert "shop/b" in lines[0] and "spec.min.cpu" in lines[1]
+
+
+def test_budgets_are_read_again_only_when_the_informer_moved_on() -> None:
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore
+
+    class Informed(ManifestStore):
+        resource_version, lists = "5", 1
+
+    store = Informed([_obj("a", {"minAvailable": 1, "selector": {}}, resourceVersion="5")])
+    budgets = DisruptionBudgets(store)
+    assert [b.name for b in budgets()] == ["a"]
+    store.apply(_obj("b", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    assert [b.name for b in budgets()] == ["a"]  # the informer has not reported version 6 yet
+    store.resource_version = "6"
+    assert sorted(b.name for b in budgets()) == ["a", "b"]
+    store.apply(_obj("c", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    store.lists = 2  # a relist that came back at a version seen before
+    assert sorted(b.name for b in budgets()) == ["a", "b", "c"]
