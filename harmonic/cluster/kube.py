@@ -329,10 +329,16 @@ class LiveScheduler:
         def synced() -> str | None:
             return None if self.synced.is_set() else "informers have not synced yet"
 
+        def current() -> str | None:
+            # An informer that cannot list or watch (API server refusing, or restored with older state
+            # and not yet relisted) feeds the scheduler a stale copy: not ready until it recovers.
+            failing = [f"{name}: {inf.failing}" for name, inf in self.informers.items() if inf.failing]
+            return "informer(s) not current: " + "; ".join(failing) if failing else None
+
         def stopping() -> str | None:
             return "shutting down" if self._stop.is_set() else None
 
-        return {"informerSync": synced, "shutdown": stopping}
+        return {"informerSync": synced, "informersCurrent": current, "shutdown": stopping}
 
     # ------------------------------------------------------------------ lifecycle
     def run(self, sync_timeout: float | None = None) -> int:

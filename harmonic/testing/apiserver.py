@@ -145,6 +145,12 @@ class ApiError(Exception):
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """``Retry-After`` from ``details.retryAfterSeconds``, as kube-apiserver's error writer sets it."""
+        seconds = (self.details or {}).get("retryAfterSeconds")
+        return {"Retry-After": str(seconds)} if seconds else {}
+
     def status(self) -> Obj:
         out: Obj = {
             "kind": "Status",
@@ -183,6 +189,20 @@ def _conflict(rt: ResourceType, name: str, why: str) -> ApiError:
 def _now_rfc3339(micro: bool = False) -> str:
     t = datetime.now(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def too_large_resource_version(asked: int, current: int, retry_after: int) -> ApiError:
+    """kube-apiserver's answer to a list or watch at a resourceVersion it has not reached (its
+    ``NewTooLargeResourceVersionError``: a 504 with the ``ResourceVersionTooLarge`` cause)."""
+    return ApiError(
+        504,
+        "Timeout",
+        f"Too large resource version: {asked}, current: {current}",
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": retry_after,
+        },
+    )
 
 
 def _success(code: int = 201) -> Obj:
@@ -275,6 +295,7 @@ class Fault:
     times: int | None = None  # None: until cleared
     delay: float = 0.0
     message: str = "injected fault"
+    retry_after: int | None = None  # seconds, sent as the Retry-After header
     hits: int = 0
 
     def matches(self, method: str, path: str, agent: str) -> bool:
@@ -357,6 +378,8 @@ class _State:
         self.snapshots: dict[str, tuple[float, int, list[Obj]]] = {}
         self.force_410: Counter[str] = Counter()
         self.bound_pods = 0
+        #: ``retryAfterSeconds`` of a too-large-resourceVersion answer (kube-apiserver: 1).
+        self.too_large_retry_after = 1
 
     # ------------------------------------------------------------------ objects
     @staticmethod
@@ -482,6 +505,14 @@ class _State:
         if status_only:
             new = {**old, "status": fn(old.get("status") or {}, patch.get("status") or {})}
             new["metadata"] = dict(old["metadata"])
+            if rt.id == "pods" and new["status"].get("nominatedNodeName") and old["spec"].get("nodeName"):
+                # What kube-apiserver answered the issue's late preemption patches (issue 33).
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f'Pod "{name}" is invalid: status.nominatedNodeName: Forbidden: '
+                    "may not be set on a pod bound to a node",
+                )
         else:
             new = fn(old, patch)
             new["metadata"] = {**new["metadata"], "uid": old["metadata"]["uid"], "name": name}
@@ -622,8 +653,18 @@ class _State:
         return self._commit(pods, old, new) or new
 
     # ------------------------------------------------------------------ lists and watches
-    def list(self, rt: ResourceType, ns: str | None, fields: str, limit: int, cont: str) -> Obj:
+    def list(
+        self, rt: ResourceType, ns: str | None, fields: str, limit: int, cont: str, rv_param: str = ""
+    ) -> Obj:
         reqs = parse_field_selector(fields)
+        if not cont and rv_param not in ("", "0"):
+            # resourceVersionMatch unset: data at least as fresh as rv_param, which must exist.
+            try:
+                asked = int(rv_param)
+            except ValueError:
+                raise ApiError(400, "BadRequest", f"invalid resourceVersion {rv_param!r}") from None
+            if asked > self.rv:
+                raise too_large_resource_version(asked, self.rv, self.too_large_retry_after)
         if cont:
             try:
                 snap_id, offset_s = base64.urlsafe_b64decode(cont.encode()).decode().split(":")
@@ -718,7 +759,7 @@ class _State:
                 w.queue.put_nowait(None)
                 return w
             if since > self.rv:
-                raise ApiError(504, "Timeout", f"Too large resource version: {since}, current: {self.rv}")
+                raise too_large_resource_version(since, self.rv, self.too_large_retry_after)
             lines: dict[int, dict[str, bytes]] = {}
             for ch in self.history:
                 if ch.rv > since and ch.rt is rt:
@@ -807,11 +848,13 @@ class _App:
                 reason = {429: "TooManyRequests", 503: "ServiceUnavailable", 504: "Timeout"}.get(
                     code, "InternalError"
                 )
-                return _json(ApiError(code, reason, fault.message).status(), code)
+                details = {"retryAfterSeconds": fault.retry_after} if fault.retry_after is not None else None
+                err = ApiError(code, reason, fault.message, details)
+                return _json(err.status(), code, err.headers)
         try:
             return await self.dispatch(request, agent)
         except ApiError as e:
-            return _json(e.status(), e.code)
+            return _json(e.status(), e.code, e.headers)
 
     async def dispatch(self, request: web.Request, agent: str) -> web.StreamResponse:
         path = request.path
@@ -832,7 +875,14 @@ class _App:
             if request.method == "GET":
                 limit = int(q.get("limit") or 0)
                 return _json(
-                    st.list(rt, route.namespace, q.get("fieldSelector", ""), limit, q.get("continue", ""))
+                    st.list(
+                        rt,
+                        route.namespace,
+                        q.get("fieldSelector", ""),
+                        limit,
+                        q.get("continue", ""),
+                        q.get("resourceVersion", ""),
+                    )
                 )
             if request.method == "POST":
                 if not rt.namespaced and route.namespace:
@@ -980,9 +1030,12 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
         raise ApiError(400, "BadRequest", f"the body of the request is not valid JSON: {e}") from None
 
 
-def _json(obj: Any, status: int = 200) -> web.Response:
+def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=json.dumps(obj, separators=(",", ":")).encode(), status=status, content_type="application/json"
+        body=json.dumps(obj, separators=(",", ":")).encode(),
+        status=status,
+        content_type="application/json",
+        headers=headers,
     )
 
 
@@ -1217,6 +1270,45 @@ class ApiServerDouble:
                 return
             self._state.history.clear()
             self._state.compacted = self._state.rv
+
+        self._call(run)
+
+    def recreate(self, keep: Callable[[str, Obj], bool] = lambda resource, obj: False) -> None:
+        """The server comes back with fresh state, as after its etcd was recreated or restored from an
+        older backup: every open watch is cut, the resourceVersion counter starts again from the
+        default namespaces, and only the objects ``keep(resource, obj)`` picks survive (re-created,
+        with new resourceVersions but their uids). Faults, counters and recorded bindings stay."""
+
+        def run() -> None:
+            old = self._state
+            for w in old.watches:
+                w.drop = True
+                w.queue.put_nowait(b"")
+            fresh = _State(old.history_limit, old.bookmark_interval)
+            fresh.faults, fresh.stats = old.faults, old.stats
+            fresh.too_large_retry_after = old.too_large_retry_after
+            for ns in DEFAULT_NAMESPACES:
+                fresh.create(_BY_ID["namespaces"], None, {"metadata": {"name": ns}})
+            for rt in RESOURCE_TYPES:
+                for obj in old.objects[rt.id].values():
+                    if rt.id == "namespaces" and obj["metadata"]["name"] in DEFAULT_NAMESPACES:
+                        continue
+                    if keep(rt.id, obj):
+                        fresh._commit(rt, None, copy.deepcopy(obj))
+            self._state = fresh
+            assert self._app is not None
+            self._app.state = fresh
+
+        self._call(run)
+
+    @property
+    def too_large_retry_after(self) -> int:
+        return self._state.too_large_retry_after
+
+    @too_large_retry_after.setter
+    def too_large_retry_after(self, seconds: int) -> None:
+        def run() -> None:
+            self._state.too_large_retry_after = seconds
 
         self._call(run)
 

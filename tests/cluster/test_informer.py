@@ -142,3 +142,41 @@ def test_strip_managed_fields_from_lists_and_watches(api: ApiServerDouble, infor
         meta = inf.get(f"default/{name}")["metadata"]
         assert "managedFields" not in meta and meta["name"] == name and meta["resourceVersion"]
     assert api.get("pods", "watched", "default")["metadata"]["managedFields"] == managed  # the server's copy
+
+
+@pytest.mark.parametrize("retry_after", [0, 1], ids=["no-retry-after", "retry-after-1s"])
+def test_server_recreated_with_an_older_resource_version_is_relisted(
+    api: ApiServerDouble, transport, retry_after
+):
+    """etcd recreated: the server's resourceVersion is now below the informer's. Watching or listing
+    from the informer's is "504 Too large resource version"; client-go relists from scratch."""
+    api.create_many("pods", [pod(f"old{i}").obj() for i in range(40)])  # a resourceVersion to fall from
+    transport.max_retries = 2  # keeps the retry-after case to seconds (client-go: 10 tries)
+    inf = Informer(transport, PODS, backoff=Backoff(0.02, 0.1))
+    rec = Recorder()
+    inf.add_handler(rec)
+    inf.start()
+    try:
+        assert inf.wait_for_sync(5)
+        api.too_large_retry_after = retry_after
+        api.recreate(keep=lambda resource, obj: obj["metadata"]["name"] in ("old0", "old1"))
+        api.create("pods", pod("fresh").obj())
+        assert api.resource_version < int(inf.resource_version)
+        wait_until(lambda: inf.get("default/fresh") and _settled(api, inf), timeout=15, what="relist")
+        assert sorted(rec.of("delete")) == sorted(f"old{i}" for i in range(2, 40))
+        assert rec.of("add").count("fresh") == 1
+        assert sorted(inf.keys()) == ["default/fresh", "default/old0", "default/old1"]
+        assert inf.healthy
+    finally:
+        inf.stop()
+
+
+def test_healthy_only_while_the_copy_can_be_kept_current(api: ApiServerDouble, informer):
+    inf, _ = informer(NODES)
+    assert inf.healthy
+    api.inject(status=403, path="/api/v1/nodes$", message="forbidden")
+    api.recreate()  # the watch is cut; every reopen and relist is refused
+    wait_until(lambda: not inf.healthy, what="unhealthy")
+    assert "403" in inf.failing
+    api.clear_faults()
+    wait_until(lambda: inf.healthy, what="healthy again")

@@ -284,3 +284,22 @@ def test_saturated_event_pipeline_drops_events_never_pods(api: ApiServerDouble, 
     # 4 writers are stuck for 2 s each and 3 more Events wait: most of the 40 found no room.
     assert dropped >= 25
     assert f"harmonic_events_dropped_total {float(dropped)}" in metrics
+
+
+def test_server_recreated_with_older_state_is_relisted_and_scheduling_goes_on(
+    api: ApiServerDouble, start_scheduler
+):
+    """etcd recreated (issue 33): the server comes back at a lower resourceVersion holding only the
+    nodes and some pods. The scheduler relists, forgets what vanished and binds what is new."""
+    _nodes(api, 2, cpu="1")
+    _pods(api, [f"old{i}" for i in range(8)], cpu="200m")  # 1.6 of 2 CPUs taken
+    with scheduling(start_scheduler) as r:
+        wait_until(_all_bound(api, 8))
+        api.too_large_retry_after = 0
+        kept = {"old0", "old1"}
+        api.recreate(keep=lambda res, o: res == "nodes" or o["metadata"]["name"] in kept)
+        # Needs the room the vanished pods held: binds only once the scheduler saw them go.
+        _pods(api, [f"new{i}" for i in range(8)], cpu="200m")
+        wait_until(_all_bound(api, 10), timeout=20, what="new pods bound after the relist")
+        wait_until(lambda: r.live.informers["pods"].healthy)
+    _assert_bound_exactly_once(api, [*sorted(kept), *(f"new{i}" for i in range(8))])
