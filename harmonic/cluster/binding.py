@@ -36,8 +36,12 @@ class PodBinder:
         self.transport = transport
         self.nodes = nodes
 
-    def bind(self, pod: Pod, node_name: str, timeout: float | None = None) -> Status | None:
-        """Bind ``pod`` to ``node_name``; None on success, else an Error status."""
+    def bind(
+        self, pod: Pod, node_name: str, timeout: float | None = None, deadline: float | None = None
+    ) -> Status | None:
+        """Bind ``pod`` to ``node_name``; None on success, else an Error status. A throttled answer
+        (429 with Retry-After) is retried by the transport before ``deadline``: the server did not
+        process the Binding, so sending it again cannot bind the pod twice."""
         if self.nodes.get(node_name) is None:
             return Status(Code.ERROR, f'node "{node_name}" not found')
         meta = {"name": pod.name, "namespace": pod.namespace}
@@ -52,7 +56,7 @@ class PodBinder:
         }
         path = object_path("v1", "pods", pod.namespace, pod.name) + "/binding"
         try:
-            self.transport.request("POST", path, body=body, timeout=timeout, decode=False)
+            self.transport.request("POST", path, body=body, timeout=timeout, deadline=deadline, decode=False)
         except (ApiStatusError, TransportError) as e:
             return Status(Code.ERROR, str(e))
         return None

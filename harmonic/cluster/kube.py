@@ -139,7 +139,11 @@ class KubeClient:
         remaining = self.fence()
         if remaining is None:
             return Status(Code.ERROR, f"binding {pod.key} refused: {NOT_LEADER}")
-        return self.binder.bind(pod, node_name, timeout=min(self.transport.timeout, remaining))
+        # The lease fences the whole call, retries of a throttled answer included.
+        deadline = time.monotonic() + remaining
+        return self.binder.bind(
+            pod, node_name, timeout=min(self.transport.timeout, remaining), deadline=deadline
+        )
 
     def evict(self, pod: Pod, reason: str) -> Status | None:
         remaining = self.fence()

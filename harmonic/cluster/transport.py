@@ -41,7 +41,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -293,6 +293,8 @@ class Transport:
         self.limiter = RateLimiter(qps, burst)
         #: How many times an answer asking for a retry is retried (``request``, ``stream``).
         self.max_retries = MAX_RETRIES
+        #: Waits out a ``Retry-After`` (tests record the waits instead).
+        self.sleep: Callable[[float], None] = time.sleep
         self.user_agent = user_agent
         self.timeout = timeout
         self._local = threading.local()
@@ -404,7 +406,7 @@ class Transport:
             if deadline is not None and time.monotonic() + wait >= deadline:
                 raise err
             log.debug("%s %s: %s; retrying in %g s", method, path, err, wait)
-            time.sleep(wait)
+            self.sleep(wait)
         if not payload or not decode:
             return None
         try:
@@ -486,7 +488,7 @@ class Transport:
             if not err.throttled or err.retry_after is None or retries >= self.max_retries:
                 raise err
             retries += 1  # as a request: wait as asked, then ask again (client-go's Watch)
-            time.sleep(err.retry_after)
+            self.sleep(err.retry_after)
 
 
 class WatchStream:

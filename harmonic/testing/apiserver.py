@@ -849,8 +849,8 @@ class _App:
                     code, "InternalError"
                 )
                 details = {"retryAfterSeconds": fault.retry_after} if fault.retry_after is not None else None
-                err = ApiError(code, reason, fault.message, details)
-                return _json(err.status(), code, err.headers)
+                headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
+                return _json(ApiError(code, reason, fault.message, details).status(), code, headers)
         try:
             return await self.dispatch(request, agent)
         except ApiError as e:

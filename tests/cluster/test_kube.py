@@ -303,3 +303,19 @@ def test_server_recreated_with_older_state_is_relisted_and_scheduling_goes_on(
         wait_until(_all_bound(api, 10), timeout=20, what="new pods bound after the relist")
         wait_until(lambda: r.live.informers["pods"].healthy)
     _assert_bound_exactly_once(api, [*sorted(kept), *(f"new{i}" for i in range(8))])
+
+
+def test_throttled_bindings_wait_as_asked_and_write_no_failure(api: ApiServerDouble, start_scheduler):
+    """API Priority and Fairness throttles the binds (429 + Retry-After): client-go waits and sends
+    the same Binding again; no FailedScheduling event, no PodScheduled=False, each pod bound once."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=429, retry_after=0, method="POST", path="/binding$", times=12)
+    with scheduling(start_scheduler):
+        _pods(api, names)
+        wait_until(_all_bound(api, 6))
+        wait_until(lambda: len(api.events("Scheduled")) == 6)
+    _assert_bound_exactly_once(api, names)
+    assert api.events("FailedScheduling") == []
+    assert api.stats().requests["patch pods/status"] == 0
+    assert api.stats().requests["create pods/binding"] == 6 + 12
