@@ -319,3 +319,29 @@ def test_throttled_bindings_wait_as_asked_and_write_no_failure(api: ApiServerDou
     assert api.events("FailedScheduling") == []
     assert api.stats().requests["patch pods/status"] == 0
     assert api.stats().requests["create pods/binding"] == 6 + 12
+
+
+def _scheduled_condition(api: ApiServerDouble, name: str) -> str | None:
+    conds = (api.get("pods", name, "default") or {}).get("status", {}).get("conditions") or []
+    return next((c["status"] for c in conds if c["type"] == "PodScheduled"), None)
+
+
+def test_a_late_failure_patch_never_marks_a_bound_pod_unschedulable(api: ApiServerDouble, start_scheduler):
+    """Issue 33's throttled run: a bind fails, its PodScheduled=False patch waits behind slow status
+    writes, the retried bind succeeds first. The pod must not end bound but marked unschedulable."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=500, method="POST", path="/binding$", times=len(names))  # each pod's first bind
+    api.inject(status=0, delay=0.4, method="PATCH", path="/status$")  # slow status writes
+    with scheduling(start_scheduler) as r:
+        _pods(api, names)
+        wait_until(_all_bound(api, 6), timeout=20)
+        r.stop()  # lets the status writer finish what is queued
+        contradicted = [n for n in names if _scheduled_condition(api, n) != "True"]
+    _assert_bound_exactly_once(api, names)
+    assert contradicted == []
+    assert len(api.events("FailedScheduling")) == len(names)
+    assert all(
+        e["note"].startswith('Binding rejected: running Bind plugin "DefaultBinder": ')
+        for e in api.events("FailedScheduling")
+    )
