@@ -8,7 +8,7 @@ Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix``
   not the protocol's shape (the message names the field); 401 without the bearer token when one is
   configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
   an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
-- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced),
+- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced and its informers can list and watch),
   ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
 
 The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
