@@ -20,6 +20,10 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
   resourceVersion is expired (410) or *too large* (its etcd was restored or recreated with an older
   revision, or an HA replica's watch cache lags) the list is sent again at once with no
   resourceVersion, a consistent read of whatever the server holds now;
+- kube-apiserver answers a *watch* from a resourceVersion it has not reached with silence (no event,
+  no bookmark) rather than an error, so after a cut connection or a watch that delivered nothing the
+  informer first lists one object at its resourceVersion: a "too large" answer sends it to relist
+  from scratch;
 - a relist *diffs* the fresh list against the store, reporting objects that vanished meanwhile as
   deleted, new ones as added and changed ones (by resourceVersion) as updated;
 - ``healthy`` is False from a failed list or watch until the next list or watch succeeds, so
@@ -342,8 +346,33 @@ class Informer:
     # ------------------------------------------------------------------ watch
     def _watch(self) -> None:
         """Watch from the tracked resourceVersion, reopening after clean ends and cut connections,
-        until a failure that calls for a relist (or stop)."""
+        until a failure that calls for a relist (or stop).
+
+        After a cut connection, a failed open or a watch that ended having delivered nothing (not even
+        a bookmark), the resourceVersion is checked before the next watch (``_check_resource_version``):
+        kube-apiserver answers a watch from a resourceVersion it has not reached (its etcd restored
+        or recreated) with silence, not an error, until the watch times out."""
+        check = False
         while not self._stop.is_set():
+            if check:
+                try:
+                    self._check_resource_version()
+                except TransportError as e:
+                    if self._stop.is_set():
+                        return
+                    self._failed("watch could not be opened", e)
+                    self._sleep(self.backoff.next())
+                    continue
+                except ApiStatusError as e:
+                    if e.code == 429:
+                        self._failed("watch throttled", e)
+                        self._sleep(self.backoff.next())
+                        continue
+                    if e.too_large_resource_version:
+                        self._rv_unavailable = True  # the relist reads the server's state from scratch
+                    self._watch_failed(e)
+                    return
+                check = False
             lo, hi = self.watch_timeout
             timeout = int(lo + random.random() * (hi - lo))
             query = {
@@ -363,6 +392,7 @@ class Informer:
                         return
                     self._failed("watch could not be opened", e)
                     self._sleep(self.backoff.next())
+                    check = True
                     continue
                 except ApiStatusError as e:
                     if e.code == 429:
@@ -376,10 +406,11 @@ class Informer:
                     self._stream.close()
                     return
                 self.failing = ""
-                self._consume(self._stream)
+                received = self._consume(self._stream)
                 self.backoff.reset()
-                # A clean end (the server's timeout) or a cut connection: reopen at once, as the
-                # reflector does when its watch channel closes.
+                # A clean end (the server's timeout): reopen at once, as the reflector does when its
+                # watch channel closes; after a silent one, check the resourceVersion first.
+                check = received == 0
             except (Gone, ApiStatusError) as e:
                 self._watch_failed(e)
                 return
@@ -387,8 +418,24 @@ class Informer:
                 if self._stop.is_set():
                     return
                 log.info("informer %s: watch broke, reopening: %s", self.name, e)
+                check = True  # the server may have restarted, with an older state
             finally:
                 self._stream = None
+
+    def _check_resource_version(self) -> None:
+        """Ask the server for one object at least as fresh as the tracked resourceVersion: answers
+        "504 Too large resource version" when the server's state is older than ours. No retry of that
+        answer (its Retry-After is for a lagging cache): a needless relist costs less than a stale copy."""
+        self.transport.request(
+            "GET",
+            self.resource.path(),
+            query={
+                "limit": 1,
+                "resourceVersion": self.resource_version,
+                "fieldSelector": self.field_selector,
+            },
+            retries=0,
+        )
 
     def _watch_failed(self, e: Exception) -> None:
         """The watch ended with an error: the caller backs off and relists (client-go keeps the
@@ -400,10 +447,13 @@ class Informer:
             return
         self._failed("watch failed, relisting", e)
 
-    def _consume(self, events: Iterator[dict[str, Any]] | WatchStream) -> None:
+    def _consume(self, events: Iterator[dict[str, Any]] | WatchStream) -> int:
+        """Apply the watch's events until it ends; returns how many arrived (bookmarks included)."""
+        received = 0
         for ev in events:
             if self._stop.is_set():
-                return
+                return received
+            received += 1
             typ, obj = ev["type"], ev["object"]
             if typ == "ERROR":
                 code = int(obj.get("code") or 0)
@@ -438,6 +488,7 @@ class Informer:
                 self._dispatch(prev, obj)
             else:
                 log.warning("informer %s: ignoring watch event of type %r", self.name, typ)
+        return received
 
     def _dispatch(self, old: Obj | None, new: Obj | None) -> None:
         for h in self.handlers:

@@ -376,18 +376,20 @@ class Transport:
         timeout: float | None = None,
         decode: bool = True,
         deadline: float | None = None,
+        retries: int | None = None,
     ) -> Any:
         """One API call; the decoded JSON answer (None with ``decode=False``: for writes whose answer
         nobody reads, a Binding's or an Event's). Raises ``ApiStatusError`` or ``TransportError``.
 
         An answer that asks to be retried (``ApiStatusError.throttled``: 429, or 5xx with
         ``Retry-After``) is sent again after the wait it names, up to ``MAX_RETRIES`` times, whatever the
-        verb, as client-go's rest client does. ``deadline`` (``time.monotonic()``) bounds the whole call,
+        verb, as client-go's rest client does (``retries`` times instead when given). ``deadline`` (``time.monotonic()``) bounds the whole call,
         retries included: a wait that would pass it ends the call with the last answer."""
         data = _encode(body) if body is not None else None
         target = self.url(path, query)
         timeout = timeout or self.timeout
-        for retry in range(self.max_retries + 1):
+        max_retries = self.max_retries if retries is None else retries
+        for retry in range(max_retries + 1):
             self.limiter.acquire()
             attempt_timeout = timeout
             if deadline is not None:
@@ -401,7 +403,7 @@ class Transport:
                 break
             err = ApiStatusError.from_body(status, payload, retry_after)
             wait = err.retry_after
-            if not err.throttled or wait is None or retry >= self.max_retries:
+            if not err.throttled or wait is None or retry >= max_retries:
                 raise err
             if deadline is not None and time.monotonic() + wait >= deadline:
                 raise err

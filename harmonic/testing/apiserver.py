@@ -12,13 +12,15 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   as etcd's revision; uid and creationTimestamp set on create; pods defaulted as the API server
   defaults them (namespace, ``schedulerName: default-scheduler``, phase, requests from limits).
 - **Lists**: ``limit``/``continue`` paging over a consistent snapshot (an expired token is 410
-  ``Expired``), list ``metadata.resourceVersion``, items without kind/apiVersion as the real server
+  ``Expired``; a ``resourceVersion`` the server has not reached is kube-apiserver's 504 "Too large
+  resource version" with ``Retry-After``), list ``metadata.resourceVersion``, items without kind/apiVersion as the real server
   sends them; field selectors on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
   ``spec.schedulerName`` and ``status.phase`` (``=``, ``==``, ``!=``).
 - **Watches**: newline-delimited JSON events ADDED/MODIFIED/DELETED from a resourceVersion (replayed
   from a bounded history), synthetic ADDED events for ``resourceVersion`` unset or ``0``, BOOKMARK
   events with ``allowWatchBookmarks``, an ERROR event with a 410 Status when the resourceVersion is
-  older than the history, objects leaving a field selector sent as DELETED (entering it as ADDED), and
+  older than the history, silence (no events, no bookmarks, as kube-apiserver 1.36) until the server
+  passes a resourceVersion it has not reached, objects leaving a field selector sent as DELETED (entering it as ADDED), and
   server-side close after ``timeoutSeconds``.
 - **Subresources**: ``pods/binding`` (201; 409 when already bound or on a uid precondition mismatch;
   404 for a missing pod; the node is *not* checked, as the real server does not), ``pods/eviction``
@@ -29,9 +31,10 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   object (PUT, or PATCH with merge or strategic-merge patches: ``conditions`` merge on ``type``).
 - **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases,
   the reservations' ConfigMap); POST of a name that exists is 409 AlreadyExists.
-- **Faults** (for tests): ``inject`` an HTTP status or a delay for requests matching method, path
-  regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream, without the final chunk);
-  ``expire_history`` (reconnecting watches get 410).
+- **Faults** (for tests): ``inject`` an HTTP status (with ``Retry-After``) or a delay for requests
+  matching method, path regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream,
+  without the final chunk); ``expire_history`` (reconnecting watches get 410); ``recreate`` (the
+  server back with fresh state and a lower resourceVersion, as after etcd was recreated or restored).
 - **Accounting**: every request counted by verb and resource; every binding recorded per pod.
 
 Run in-process (``with ApiServerDouble() as api: ...``; state changes from the test thread are
@@ -197,7 +200,7 @@ def too_large_resource_version(asked: int, current: int, retry_after: int) -> Ap
     return ApiError(
         504,
         "Timeout",
-        f"Too large resource version: {asked}, current: {current}",
+        f"Timeout: Too large resource version: {asked}, current: {current}",
         {
             "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
             "retryAfterSeconds": retry_after,
@@ -326,6 +329,8 @@ class _Watch:
     sent: int = 0
     drop: bool = False  # cut the connection without ending the stream
     drop_after: int | None = None
+    silent: bool = False  # from a resourceVersion the server has not reached: no events, no bookmarks
+    after: int = 0  # changes at or below this resourceVersion are not sent
 
     def wants(self, obj: Obj) -> bool:
         if self.namespace is not None and (obj.get("metadata") or {}).get("namespace") != self.namespace:
@@ -505,13 +510,26 @@ class _State:
         if status_only:
             new = {**old, "status": fn(old.get("status") or {}, patch.get("status") or {})}
             new["metadata"] = dict(old["metadata"])
-            if rt.id == "pods" and new["status"].get("nominatedNodeName") and old["spec"].get("nodeName"):
-                # What kube-apiserver answered the issue's late preemption patches (issue 33).
+            nominated = new["status"].get("nominatedNodeName")
+            was = (old.get("status") or {}).get("nominatedNodeName")
+            if rt.id == "pods" and nominated and nominated != was and old["spec"].get("nodeName"):
+                # kube-apiserver 1.36's answer to the late preemption patches of issue 33.
+                message = "Forbidden: may not be set on pods that are already bound to a node"
                 raise ApiError(
                     422,
                     "Invalid",
-                    f'Pod "{name}" is invalid: status.nominatedNodeName: Forbidden: '
-                    "may not be set on a pod bound to a node",
+                    f'Pod "{name}" is invalid: status.nominatedNodeName: {message}',
+                    {
+                        "name": name,
+                        "kind": "Pod",
+                        "causes": [
+                            {
+                                "reason": "FieldValueForbidden",
+                                "message": message,
+                                "field": "status.nominatedNodeName",
+                            }
+                        ],
+                    },
                 )
         else:
             new = fn(old, patch)
@@ -717,6 +735,9 @@ class _State:
                 self._offer(w, change, lines)
 
     def _offer(self, w: _Watch, change: _Change, lines: dict[str, bytes]) -> None:
+        if change.rv <= w.after:
+            return
+        w.silent = False
         was = change.old is not None and w.wants(change.old)
         now = change.new is not None and w.wants(change.new)
         if was and now:
@@ -759,7 +780,9 @@ class _State:
                 w.queue.put_nowait(None)
                 return w
             if since > self.rv:
-                raise too_large_resource_version(since, self.rv, self.too_large_retry_after)
+                # kube-apiserver (1.36, measured) opens the watch and sends nothing, not even bookmarks,
+                # until the timeout: the watch waits for a resourceVersion the server has not reached.
+                w.silent, w.after = True, since
             lines: dict[int, dict[str, bytes]] = {}
             for ch in self.history:
                 if ch.rv > since and ch.rt is rt:
@@ -944,7 +967,7 @@ class _App:
                 try:
                     line = await asyncio.wait_for(w.queue.get(), min(left, st.bookmark_interval))
                 except TimeoutError:
-                    if bookmarks and w.queue.empty():
+                    if bookmarks and w.queue.empty() and not w.silent:
                         await resp.write(_bookmark(route.rt, st.rv))
                     continue
                 if w.drop or (w.drop_after is not None and w.sent >= w.drop_after):

@@ -100,7 +100,7 @@ def too_large(asked: str, current: str = "1") -> dict[str, Any]:
     return status_body(
         504,
         "Timeout",
-        f"Too large resource version: {asked}, current: {current}",
+        f"Timeout: Too large resource version: {asked}, current: {current}",
         {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]},
     )
 

@@ -158,6 +158,7 @@ def test_server_recreated_with_an_older_resource_version_is_relisted(
     inf.start()
     try:
         assert inf.wait_for_sync(5)
+        wait_until(lambda: inf.watches == 1, what="the watch")  # recreate cuts it
         api.too_large_retry_after = retry_after
         api.recreate(keep=lambda resource, obj: obj["metadata"]["name"] in ("old0", "old1"))
         api.create("pods", pod("fresh").obj())
@@ -180,3 +181,28 @@ def test_healthy_only_while_the_copy_can_be_kept_current(api: ApiServerDouble, i
     assert "403" in inf.failing
     api.clear_faults()
     wait_until(lambda: inf.healthy, what="healthy again")
+
+
+def test_a_watch_opened_on_a_server_behind_it_is_checked_when_it_ends_silent(api: ApiServerDouble, transport):
+    """The server is recreated between the list and the first watch: kube-apiserver keeps that watch
+    open and silent (no bookmark) until its timeout; the informer then checks its resourceVersion."""
+    api.create_many("pods", [pod(f"old{i}").obj() for i in range(10)])
+    api.too_large_retry_after = 0
+    opened = threading.Event()
+    inf = Informer(transport, PODS, backoff=Backoff(0.02, 0.1), watch_timeout=(1.0, 1.0))
+    original = inf._watch
+
+    def watch_after_recreate() -> None:
+        if not opened.is_set():
+            opened.set()
+            api.recreate()
+        original()
+
+    inf._watch = watch_after_recreate  # type: ignore[method-assign]
+    inf.start()
+    try:
+        assert inf.wait_for_sync(5)
+        api.create("pods", pod("fresh").obj())
+        wait_until(lambda: inf.keys() == ["default/fresh"], what="relist after the silent watch")
+    finally:
+        inf.stop()
