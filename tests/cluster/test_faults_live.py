@@ -155,6 +155,7 @@ def test_dropped_binding_answer(backend: Backend, proxy: FaultProxy, harmonic: R
     _all_bound(backend, names)
     harmonic.stop()  # lets the status writer finish what is queued
     _exactly_once(backend, names)
+    assert backend.failed_scheduling() == []  # each pod read back, found bound as asked
     for n in names:
         conds = backend.api.get("pods", n, "default")["status"]["conditions"]
         assert [c["status"] for c in conds if c["type"] == "PodScheduled"] == ["True"]
@@ -306,8 +307,7 @@ def test_leader_killed_with_bindings_in_flight(api: ApiServerDouble, tmp_path: P
         procs["a"].wait(20)
         _all_bound(backend, names, timeout=40)
         _exactly_once(backend, names)
-        holder = api.get("leases", "harmonic", "kube-system")["spec"]["holderIdentity"]
-        assert holder == "b"
+        wait_until(lambda: api.get("leases", "harmonic", "kube-system")["spec"]["holderIdentity"] == "b")
         if sig == signal.SIGTERM:
             assert procs["a"].returncode == 0
     finally:
