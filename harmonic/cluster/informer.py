@@ -9,9 +9,12 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
 
 - every event advances the tracked resourceVersion; watch BOOKMARKs (requested with
   ``allowWatchBookmarks``) advance it without an object, so a reconnect does not replay old events;
-- a watch that ends (server timeout) or whose connection is cut is reopened from the tracked
-  resourceVersion; a watch that cannot be opened for want of a connection, or is throttled (429), is
-  retried after a backoff (800 ms doubling to 30 s with jitter, as client-go's reflector);
+- a watch that ends (server timeout) is reopened from the tracked resourceVersion; a watch that
+  cannot be opened for want of a connection, or is throttled (429), is retried after a backoff
+  (800 ms doubling to 30 s with jitter, as client-go's reflector);
+- a watch whose connection is cut is followed by a relist at once (client-go rewatches): a cut is how
+  a server restart looks, and a server restarted on an older etcd state may already have passed our
+  resourceVersion, so a resumed watch would silently skip what changed in between;
 - any other watch failure (an HTTP error, an ERROR event: ``410 Gone``, ``504`` "too large resource
   version", a 5xx) ends the watch and the informer *relists* after that backoff, as client-go's
   ``ListAndWatch`` returns to its caller. Lists follow the reflector's ``relistResourceVersion``:
@@ -21,9 +24,8 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
   revision, or an HA replica's watch cache lags) the list is sent again at once with no
   resourceVersion, a consistent read of whatever the server holds now;
 - kube-apiserver answers a *watch* from a resourceVersion it has not reached with silence (no event,
-  no bookmark) rather than an error, so after a cut connection or a watch that delivered nothing the
-  informer first lists one object at its resourceVersion: a "too large" answer sends it to relist
-  from scratch;
+  no bookmark) rather than an error, so before reopening a watch the informer lists one object at
+  its resourceVersion: a "too large" answer sends it to relist from scratch;
 - a relist *diffs* the fresh list against the store, reporting objects that vanished meanwhile as
   deleted, new ones as added and changed ones (by resourceVersion) as updated;
 - ``healthy`` is False from a failed list or watch until the next list or watch succeeds, so
@@ -182,10 +184,11 @@ class Informer:
         self.resource_version = ""
         #: The server said ``resource_version`` is expired or too large: the next list asks for none.
         self._rv_unavailable = False
-        #: Counters, for tests and metrics: lists done, watches opened, relists after a watch failure.
+        #: Counters, for tests and metrics: lists done, watches opened, relists after a failed or a cut watch.
         self.lists = 0
         self.watches = 0
         self.relists_on_gone = 0
+        self.relists_on_break = 0
         #: Why the copy is not being kept current (the last list or watch failure), or "" when it is.
         self.failing = ""
         self._store: dict[str, Obj] = {}
@@ -256,7 +259,8 @@ class Informer:
         return self.resource_version or "0"  # "0": the first list may come from the watch cache
 
     def _list_and_watch(self) -> bool:
-        """One list then watches until one fails; False when the caller should back off first."""
+        """One list then watches until one fails or breaks; False when the caller should back off
+        before the next list."""
         rv = self.relist_resource_version()
         try:
             self._list(rv)
@@ -281,8 +285,9 @@ class Informer:
         self._rv_unavailable = False
         self.failing = ""
         self.backoff.reset()
-        self._watch()
-        return False
+        # After a cut connection: relist at once (the list answers whether the server still has our
+        # resourceVersion); after a watch failure: back off first.
+        return self._watch()
 
     def _failed(self, what: str, e: Exception) -> bool:
         self.failing = f"{what}: {e}"
@@ -344,14 +349,23 @@ class Informer:
                 self._dispatch(prev, obj)
 
     # ------------------------------------------------------------------ watch
-    def _watch(self) -> None:
-        """Watch from the tracked resourceVersion, reopening after clean ends and cut connections,
-        until a failure that calls for a relist (or stop).
+    def _watch(self) -> bool:
+        """Watch from the tracked resourceVersion, reopening after clean ends, until a failure that calls
+        for a relist (returns False: relist after a backoff), a cut connection (returns True: relist at
+        once) or stop.
 
-        After a cut connection, a failed open or a watch that ended having delivered nothing (not even
-        a bookmark), the resourceVersion is checked before the next watch (``_check_resource_version``):
-        kube-apiserver answers a watch from a resourceVersion it has not reached (its etcd restored
-        or recreated) with silence, not an error, until the watch times out."""
+        A cut connection is the sign of a server restart, and a restarted server may hold an older
+        state (etcd restored or recreated) whose resourceVersions have already passed ours: a watch
+        resumed there would skip, silently and for good, what changed in between (measured on a real
+        kube-apiserver whose etcd was wiped: pods created meanwhile were never seen). A relist at our
+        resourceVersion reads a state at least that fresh and the diff reports what vanished or
+        appeared, at the price of a list per cut connection (client-go rewatches instead).
+
+        Before every watch but the first after a list, the resourceVersion is checked
+        (``_check_resource_version``): kube-apiserver answers a watch from a resourceVersion it has not
+        reached (its etcd restored or recreated, which a restart hides behind an ordinary end of the
+        watch) with silence, not an error, until the watch times out. One object listed per watch
+        (every 5 to 10 minutes) is the price."""
         check = False
         while not self._stop.is_set():
             if check:
@@ -359,7 +373,7 @@ class Informer:
                     self._check_resource_version()
                 except TransportError as e:
                     if self._stop.is_set():
-                        return
+                        return False
                     self._failed("watch could not be opened", e)
                     self._sleep(self.backoff.next())
                     continue
@@ -371,7 +385,7 @@ class Informer:
                     if e.too_large_resource_version:
                         self._rv_unavailable = True  # the relist reads the server's state from scratch
                     self._watch_failed(e)
-                    return
+                    return False
                 check = False
             lo, hi = self.watch_timeout
             timeout = int(lo + random.random() * (hi - lo))
@@ -389,7 +403,7 @@ class Informer:
                 except TransportError as e:
                     # isWatchErrorRetriable: no connection yet, retry the watch itself after a backoff.
                     if self._stop.is_set():
-                        return
+                        return False
                     self._failed("watch could not be opened", e)
                     self._sleep(self.backoff.next())
                     check = True
@@ -400,32 +414,33 @@ class Informer:
                         self._sleep(self.backoff.next())
                         continue
                     self._watch_failed(e)
-                    return
+                    return False
                 self.watches += 1
                 if self._stop.is_set():
                     self._stream.close()
-                    return
+                    return False
                 self.failing = ""
-                received = self._consume(self._stream)
+                self._consume(self._stream)
                 self.backoff.reset()
-                # A clean end (the server's timeout): reopen at once, as the reflector does when its
-                # watch channel closes; after a silent one, check the resourceVersion first.
-                check = received == 0
+                # A clean end (the server's timeout, or its shutdown): reopen at once, as the reflector
+                # does when its watch channel closes, once the resourceVersion is checked.
+                check = True
             except (Gone, ApiStatusError) as e:
                 self._watch_failed(e)
-                return
+                return False
             except TransportError as e:
                 if self._stop.is_set():
-                    return
-                log.info("informer %s: watch broke, reopening: %s", self.name, e)
-                check = True  # the server may have restarted, with an older state
+                    return False
+                log.info("informer %s: watch broke, relisting: %s", self.name, e)
+                self.relists_on_break += 1
+                return True
             finally:
                 self._stream = None
+        return False
 
     def _check_resource_version(self) -> None:
         """Ask the server for one object at least as fresh as the tracked resourceVersion: answers
-        "504 Too large resource version" when the server's state is older than ours. No retry of that
-        answer (its Retry-After is for a lagging cache): a needless relist costs less than a stale copy."""
+        "504 Too large resource version" when the server's state is older than ours."""
         self.transport.request(
             "GET",
             self.resource.path(),
@@ -434,7 +449,6 @@ class Informer:
                 "resourceVersion": self.resource_version,
                 "fieldSelector": self.field_selector,
             },
-            retries=0,
         )
 
     def _watch_failed(self, e: Exception) -> None:
@@ -447,13 +461,10 @@ class Informer:
             return
         self._failed("watch failed, relisting", e)
 
-    def _consume(self, events: Iterator[dict[str, Any]] | WatchStream) -> int:
-        """Apply the watch's events until it ends; returns how many arrived (bookmarks included)."""
-        received = 0
+    def _consume(self, events: Iterator[dict[str, Any]] | WatchStream) -> None:
         for ev in events:
             if self._stop.is_set():
-                return received
-            received += 1
+                return
             typ, obj = ev["type"], ev["object"]
             if typ == "ERROR":
                 code = int(obj.get("code") or 0)
@@ -488,7 +499,6 @@ class Informer:
                 self._dispatch(prev, obj)
             else:
                 log.warning("informer %s: ignoring watch event of type %r", self.name, typ)
-        return received
 
     def _dispatch(self, old: Obj | None, new: Obj | None) -> None:
         for h in self.handlers:

@@ -304,6 +304,12 @@ class Transport:
         self._blocks: dict[str | None, tuple[dict[str, str], bytes]] = {}
         self._auth_expires = 0.0
 
+    @property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS settings of the configuration (server CA, client certificate), None for plain HTTP:
+        what a proxy standing in for this client presents to the same server."""
+        return self._tls
+
     def with_limits(self, qps: float, burst: int, user_agent: str | None = None) -> Transport:
         """A transport to the same server with its own rate limit (client-go gives the event recorder
         its own client, so events never starve binds)."""
@@ -376,20 +382,21 @@ class Transport:
         timeout: float | None = None,
         decode: bool = True,
         deadline: float | None = None,
-        retries: int | None = None,
     ) -> Any:
         """One API call; the decoded JSON answer (None with ``decode=False``: for writes whose answer
         nobody reads, a Binding's or an Event's). Raises ``ApiStatusError`` or ``TransportError``.
 
         An answer that asks to be retried (``ApiStatusError.throttled``: 429, or 5xx with
         ``Retry-After``) is sent again after the wait it names, up to ``MAX_RETRIES`` times, whatever the
-        verb, as client-go's rest client does (``retries`` times instead when given). ``deadline`` (``time.monotonic()``) bounds the whole call,
+        verb, as client-go's rest client does, except a "too large resource version" answer: client-go
+        waits that one out too (ten times kube-apiserver's 3 s wait and 1 s Retry-After), but a server
+        restored to an older state will not catch up, and the caller's relist from scratch (a consistent
+        read) does not need it to. ``deadline`` (``time.monotonic()``) bounds the whole call,
         retries included: a wait that would pass it ends the call with the last answer."""
         data = _encode(body) if body is not None else None
         target = self.url(path, query)
         timeout = timeout or self.timeout
-        max_retries = self.max_retries if retries is None else retries
-        for retry in range(max_retries + 1):
+        for retry in range(self.max_retries + 1):
             self.limiter.acquire()
             attempt_timeout = timeout
             if deadline is not None:
@@ -403,7 +410,12 @@ class Transport:
                 break
             err = ApiStatusError.from_body(status, payload, retry_after)
             wait = err.retry_after
-            if not err.throttled or wait is None or retry >= max_retries:
+            if (
+                not err.throttled
+                or wait is None
+                or err.too_large_resource_version
+                or retry >= self.max_retries
+            ):
                 raise err
             if deadline is not None and time.monotonic() + wait >= deadline:
                 raise err
@@ -487,7 +499,12 @@ class Transport:
                 self._forget_auth()
                 continue
             err = ApiStatusError.from_body(resp.status, body, resp.getheader("Retry-After"))
-            if not err.throttled or err.retry_after is None or retries >= self.max_retries:
+            if (
+                not err.throttled
+                or err.retry_after is None
+                or err.too_large_resource_version
+                or retries >= self.max_retries
+            ):
                 raise err
             retries += 1  # as a request: wait as asked, then ask again (client-go's Watch)
             self.sleep(err.retry_after)

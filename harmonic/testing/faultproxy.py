@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
 T = TypeVar("T")
 
@@ -300,6 +300,15 @@ class FaultProxy:
         self.stats["forwarded"] += 1
         data = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        try:
+            return await self._forward(request, rule, is_watch, headers, data)
+        except ClientError:
+            _abort(request)  # the server cannot be reached: the client's connection fails too
+            return web.Response(status=502)
+
+    async def _forward(
+        self, request: web.Request, rule: Rule | None, is_watch: bool, headers: dict[str, str], data: bytes
+    ) -> web.StreamResponse:
         assert self._session is not None
         async with self._session.request(
             request.method, self.upstream + request.path_qs, headers=headers, data=data or None
@@ -323,6 +332,8 @@ class FaultProxy:
                         await _cleared(stall)
                     await resp.write(chunk)
                 await resp.write_eof()
+            except ClientError:
+                _abort(request)  # the server's side broke: so does the client's, not a clean end
             except ConnectionResetError:
                 pass
             finally:

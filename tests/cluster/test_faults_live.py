@@ -2,20 +2,22 @@
 scheduler recovers without a restart and ``/readyz`` tells the truth.
 
 Harmonic talks to the API server through ``harmonic.testing.faultproxy``, which makes each fault; the
-server behind it is the API-server double. The suite reads and writes the server only through
-``Backend`` (nodes and pods in, placements and bindings out, a restart with fresh state), so a real
-control plane can stand behind the proxy by giving it a ``Backend`` of its own.
+server behind it is the API-server double here. The suite reads and writes the server only through a
+``Backend`` (nodes and pods in, placements and bindings out, a restart with fresh state), so the same
+tests run against the real control plane too (``tests/e2e/test_faults.py``).
 """
 
 from __future__ import annotations
 
 import signal
 import socket
+import ssl
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.error import HTTPError
 from urllib.request import urlopen
 
@@ -34,12 +36,29 @@ from .conftest import Running, harmonic_run, run_config, scheduler_config, wait_
 NODES = 3
 
 
-class Backend:
-    """The API server behind the proxy, as the suite uses it (here: the double)."""
+class Backend(Protocol):
+    """The API server behind the proxy, as the suite uses it: pods live in ``namespace``, named as the
+    tests name them; ``pods`` carry ``schedulerName: harmonic``."""
+
+    url: str
+    token: str | None
+    tls: ssl.SSLContext | None  # what the proxy presents to the server (None: plain HTTP)
+
+    def nodes(self, n: int) -> None: ...
+    def pods(self, names: list[str]) -> None: ...
+    def placement(self) -> dict[str, str]: ...  # pod name -> node, bound pods only
+    def bindings_per_pod(self) -> Counter[str]: ...
+    def failed_scheduling(self) -> list[str]: ...  # the notes of FailedScheduling events
+    def pod_scheduled(self, name: str) -> list[str]: ...  # the statuses of the PodScheduled condition
+    def restart_with_fresh_state(self) -> None: ...  # a lower resourceVersion; only the nodes kept
+
+
+class DoubleBackend:
+    """The API-server double."""
 
     def __init__(self, api: ApiServerDouble) -> None:
         self.api = api
-        self.url, self.token = api.url, api.token
+        self.url, self.token, self.tls = api.url, api.token, None
 
     def nodes(self, n: int) -> None:
         self.api.create_many(
@@ -50,38 +69,48 @@ class Backend:
         self.api.create_many("pods", [pod(n).req(cpu="100m").scheduler("harmonic").obj() for n in names])
 
     def placement(self) -> dict[str, str]:
-        return self.api.pod_placement()
+        return {key.split("/", 1)[1]: n for key, n in self.api.pod_placement().items()}
 
     def bindings_per_pod(self) -> Counter[str]:
-        return Counter(b.pod for b in self.api.bindings())
+        return Counter(b.pod.split("/", 1)[1] for b in self.api.bindings())
 
     def failed_scheduling(self) -> list[str]:
         return [e["note"] for e in self.api.events("FailedScheduling")]
 
-    def restart_with_fresh_state(self, keep: Callable[[str, dict[str, Any]], bool]) -> None:
+    def pod_scheduled(self, name: str) -> list[str]:
+        conds = (self.api.get("pods", name, "default") or {}).get("status", {}).get("conditions") or []
+        return [c["status"] for c in conds if c["type"] == "PodScheduled"]
+
+    def restart_with_fresh_state(self) -> None:
         self.api.too_large_retry_after = 0  # keeps the case to seconds; Retry-After has its own case
-        self.api.recreate(keep)
+        self.api.recreate(lambda resource, obj: resource == "nodes")
 
 
 @pytest.fixture
 def backend(api: ApiServerDouble) -> Backend:
-    return Backend(api)
+    return DoubleBackend(api)
 
 
 @pytest.fixture
 def proxy(backend: Backend) -> Iterator[FaultProxy]:
-    with FaultProxy(backend.url) as p:
+    with FaultProxy(backend.url, upstream_tls=backend.tls) as p:
         yield p
 
 
-@pytest.fixture
-def harmonic(backend: Backend, proxy: FaultProxy, tmp_path: Path) -> Iterator[Running]:
-    """``LiveScheduler`` (leader election on, fast) talking to the API server through the proxy; its
-    request timeout is short so a hung answer costs a second."""
-    kubeconfig = proxy.kubeconfig(tmp_path / "kubeconfig", backend.token)
-    transport = Transport(load_client(str(kubeconfig)), qps=-1, user_agent="harmonic-faults", timeout=1.0)
+@contextmanager
+def harmonic_through(
+    proxy: FaultProxy,
+    backend: Backend,
+    folder: Path,
+    lease: dict[str, Any] | None = None,
+    timeout: float = 1.0,
+) -> Iterator[Running]:
+    """``LiveScheduler`` talking to the API server through ``proxy``, with leader election (fast, or
+    ``lease``); its request ``timeout`` is short so a hung answer costs a second."""
+    kubeconfig = proxy.kubeconfig(folder / "kubeconfig", backend.token)
+    transport = Transport(load_client(str(kubeconfig)), qps=-1, user_agent="harmonic-faults", timeout=timeout)
     live = LiveScheduler(
-        scheduler_config(True),
+        scheduler_config(True, **({"leaderElection": lease} if lease else {})),
         default_registry(),
         transport,
         identity="faults",
@@ -90,11 +119,19 @@ def harmonic(backend: Backend, proxy: FaultProxy, tmp_path: Path) -> Iterator[Ru
         bind_workers=4,
     )
     r = Running(live)
-    wait_until(lambda: live.synced.is_set() and live.is_leader, what="sync and leadership")
-    yield r
-    proxy.clear()
-    if r.thread.is_alive():
-        r.stop()
+    try:
+        wait_until(lambda: live.synced.is_set() and live.is_leader, what="sync and leadership")
+        yield r
+    finally:
+        proxy.clear()
+        if r.thread.is_alive():
+            r.stop()
+
+
+@pytest.fixture
+def harmonic(backend: Backend, proxy: FaultProxy, tmp_path: Path) -> Iterator[Running]:
+    with harmonic_through(proxy, backend, tmp_path) as r:
+        yield r
 
 
 def _ready(r: Running) -> bool:
@@ -106,13 +143,18 @@ def _names(prefix: str, n: int) -> list[str]:
 
 
 def _all_bound(backend: Backend, names: list[str], timeout: float = 20.0) -> None:
-    want = {f"default/{n}" for n in names}
+    want = set(names)
     wait_until(lambda: want <= set(backend.placement()), timeout=timeout, what=f"{len(want)} pods bound")
 
 
 def _exactly_once(backend: Backend, names: list[str]) -> None:
-    per_pod = backend.bindings_per_pod()
-    assert {n: per_pod[f"default/{n}"] for n in names} == dict.fromkeys(names, 1)
+    # A real server's bindings are counted by their Scheduled events, which are written after them.
+    def counted() -> Counter[str] | None:
+        per_pod = backend.bindings_per_pod()
+        return per_pod if all(per_pod[n] for n in names) else None
+
+    per_pod = wait_until(counted, what="every binding counted")
+    assert {n: per_pod[n] for n in names} == dict.fromkeys(names, 1)
 
 
 # --------------------------------------------------------------------------- the faults
@@ -156,9 +198,7 @@ def test_dropped_binding_answer(backend: Backend, proxy: FaultProxy, harmonic: R
     harmonic.stop()  # lets the status writer finish what is queued
     _exactly_once(backend, names)
     assert backend.failed_scheduling() == []  # each pod read back, found bound as asked
-    for n in names:
-        conds = backend.api.get("pods", n, "default")["status"]["conditions"]
-        assert [c["status"] for c in conds if c["type"] == "PodScheduled"] == ["True"]
+    assert {n: backend.pod_scheduled(n) for n in names} == {n: ["True"] for n in names}
 
 
 @pytest.mark.parametrize(
@@ -175,13 +215,12 @@ def test_429_with_retry_after(backend: Backend, proxy: FaultProxy, harmonic: Run
     reported as a scheduling failure."""
     backend.nodes(NODES)
     throttled = proxy.answer(429, retry_after=1, times=3, **match)
-    proxy.answer(410, path="/api/v1/pods$", watch=True, times=1)  # so the pods are listed again too
-    proxy.cut_streams()  # the watches reopen and relist through the throttle
+    proxy.cut_streams()  # the informers relist and watch again, through the throttle
     names = _names("p", 8)
     backend.pods(names)
     _all_bound(backend, names)
     _exactly_once(backend, names)
-    assert throttled.hits == 3
+    wait_until(lambda: throttled.hits == 3, what="every throttled request sent again")
     assert backend.failed_scheduling() == []
     wait_until(lambda: _ready(harmonic), what="ready")
 
@@ -241,12 +280,12 @@ def test_server_restarted_with_fresh_state(backend: Backend, proxy: FaultProxy, 
     before = _names("old", 10)
     backend.pods(before)
     _all_bound(backend, before)
-    backend.restart_with_fresh_state(lambda resource, obj: resource == "nodes")
+    backend.restart_with_fresh_state()
     proxy.cut_streams()
     after = _names("new", 10)
     backend.pods(after)
     _all_bound(backend, after)
-    assert set(backend.placement()) == {f"default/{n}" for n in after}
+    assert set(backend.placement()) == set(after)
     _exactly_once(backend, after)
     wait_until(lambda: harmonic.live.scheduler.cache.num_pods == len(after), what="cache")
     wait_until(lambda: _ready(harmonic), what="ready")
@@ -284,7 +323,7 @@ def test_leader_killed_with_bindings_in_flight(api: ApiServerDouble, tmp_path: P
     """Two ``harmonic run`` replicas; the leader dies while its Bindings are in flight (slow binds); the
     other takes the lease over and binds the rest. Every pod is bound exactly once."""
     config = run_config(api, tmp_path, [{"schedulerName": "harmonic"}])
-    backend = Backend(api)
+    backend = DoubleBackend(api)
     backend.nodes(NODES)
     api.inject(status=0, delay=0.3, method="POST", path="/binding$")  # every Binding takes 0.3 s
     ports = {"a": _free_port(), "b": _free_port()}

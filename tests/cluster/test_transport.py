@@ -73,3 +73,12 @@ def test_a_throttled_watch_waits_then_opens(api: ApiServerDouble, transport: Tra
     stream = transport.stream("/api/v1/nodes", {"resourceVersion": "0"}, read_timeout=5)
     stream.close()
     assert waits == [3.0, 3.0]
+
+
+def test_too_large_resource_version_is_not_waited_out(api: ApiServerDouble, transport: Transport):
+    """kube-apiserver sends it with Retry-After: 1, but a server behind us will not catch up."""
+    waits = _recording(transport)
+    with pytest.raises(ApiStatusError) as err:
+        transport.request("GET", "/api/v1/pods", query={"resourceVersion": str(api.resource_version + 100)})
+    assert err.value.too_large_resource_version and err.value.retry_after == 1.0
+    assert waits == []
