@@ -41,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+try:
+    from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+except ImportError as e:  # an extra, not a runtime dependency of the scheduler
+    raise ImportError("harmonic.testing.faultproxy needs aiohttp: pip install 'harmonic[testing]'") from e
 
 T = TypeVar("T")
 
