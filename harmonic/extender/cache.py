@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from harmonic.api.errors import ObjectError
@@ -56,6 +56,9 @@ class ClusterCache:
         #: Objects that cannot be compiled ("Node name" / "Pod uid") -> the error logged about them: one
         #: line per object and error, not one per status update.
         self._refused: dict[str, str] = {}
+        #: Why the event source cannot keep the cache current right now ("" when it can): a live
+        #: cluster's informer that cannot list or watch. Set by the source; read by readiness.
+        self.stale: Callable[[], str] = lambda: ""
         #: Bumped on every applied event (tests and readiness use it).
 
     @property

@@ -231,7 +231,8 @@ class Extender:
 
     @property
     def ready(self) -> bool:
-        return self.cache is None or self.cache.synced
+        """No cache, or a cache that has synced and is being kept current."""
+        return self.cache is None or (self.cache.synced and not self.cache.stale())
 
     def on_state(self, fn: Callable[[PlacementView], None]) -> None:
         """Run ``fn`` with the current placement, under the cache's lock (the feedback loop)."""

@@ -73,12 +73,16 @@ class LiveCluster:
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
         }
+        self.cache.stale = self._stale
         self.informers["nodes"].add_handler(self.cache.on_node)
         self.informers["pods"].add_handler(self.cache.on_pod)
         self.services: dict[str, Any] = plugin_services.services
         self.client = BindOnlyClient(PodBinder(transport, self.informers["nodes"]))
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
+
+    def _stale(self) -> str:
+        return "; ".join(f"{name}: {inf.failing}" for name, inf in self.informers.items() if inf.failing)
 
     def start(self) -> None:
         """Start the informers; the cache is marked synced in the background once they have listed."""

@@ -8,9 +8,9 @@ Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix``
   not the protocol's shape (the message names the field); 401 without the bearer token when one is
   configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
   an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
-- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced;
-  ``?verbose`` also lists each signal, ok or degraded, which never fails it), ``GET /metrics``
-  (Prometheus text). These are never behind the token, so probes and scrapes work.
+- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced and its
+  informers can list and watch; ``?verbose`` also lists each signal, ok or degraded, which never fails it),
+  ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
 
 The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
 framework in the request path. Filter, prioritize and preempt run on one worker thread, one at a time

@@ -937,7 +937,10 @@ class Scheduler:
         else:
             reason, result = REASON_SCHEDULER_ERROR, "error"
         self.observer.attempt(fw.name, result, time.perf_counter() - start)
-        log.info("pod %s is unschedulable: %s", pod.key, message)
+        if status.is_rejected:
+            log.info("pod %s is unschedulable: %s", pod.key, message)
+        else:  # an error (a failed API call, a plugin error) says nothing about the pod's fit
+            log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
         cached = self.cache.pod(pod.uid)
         if pod.uid in self._gone or (cached is not None and not self.cache.is_assumed(pod.uid)):
             # Deleted meanwhile, or already bound (its confirmation arrived first): not queued again.
@@ -995,6 +998,9 @@ class Scheduler:
             st = fw.run_pre_bind(state, assumed, node)
             if st is None:
                 st = fw.run_bind(state, assumed, node)
+                if st is not None and not st.is_success and not st.is_rejected:
+                    # kube-scheduler's wording for a failed Bind (a failed API call, not a misfit).
+                    st = Status(st.code, f"Binding rejected: {st.message}", plugin=st.plugin)
         except Exception as e:  # an adapter failure must requeue the pod, never lose it
             log.exception("binding %s to %s failed", assumed.key, node)
             st = Status(Code.ERROR, f"binding failed: {e}")

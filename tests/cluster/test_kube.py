@@ -364,3 +364,64 @@ def test_a_pod_parse_pod_refuses_gets_an_event_and_scheduling_goes_on(
     named = [rec for rec in caplog.records if rec.levelname == "ERROR" and "huge-cpu" in rec.getMessage()]
     assert len(named) == 1, [rec.getMessage() for rec in named]
     assert not [rec for rec in caplog.records if "crashed" in rec.getMessage()]
+
+
+def test_server_recreated_with_older_state_is_relisted_and_scheduling_goes_on(
+    api: ApiServerDouble, start_scheduler
+):
+    """etcd recreated (issue 33): the server comes back at a lower resourceVersion holding only the
+    nodes and some pods. The scheduler relists, forgets what vanished and binds what is new."""
+    _nodes(api, 2, cpu="1")
+    _pods(api, [f"old{i}" for i in range(8)], cpu="200m")  # 1.6 of 2 CPUs taken
+    with scheduling(start_scheduler) as r:
+        wait_until(_all_bound(api, 8))
+        api.too_large_retry_after = 0
+        kept = {"old0", "old1"}
+        api.recreate(keep=lambda res, o: res == "nodes" or o["metadata"]["name"] in kept)
+        # Needs the room the vanished pods held: binds only once the scheduler saw them go.
+        _pods(api, [f"new{i}" for i in range(8)], cpu="200m")
+        wait_until(_all_bound(api, 10), timeout=20, what="new pods bound after the relist")
+        wait_until(lambda: r.live.informers["pods"].healthy)
+    _assert_bound_exactly_once(api, [*sorted(kept), *(f"new{i}" for i in range(8))])
+
+
+def test_throttled_bindings_wait_as_asked_and_write_no_failure(api: ApiServerDouble, start_scheduler):
+    """API Priority and Fairness throttles the binds (429 + Retry-After): client-go waits and sends
+    the same Binding again; no FailedScheduling event, no PodScheduled=False, each pod bound once."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=429, retry_after=0, method="POST", path="/binding$", times=12)
+    with scheduling(start_scheduler):
+        _pods(api, names)
+        wait_until(_all_bound(api, 6))
+        wait_until(lambda: len(api.events("Scheduled")) == 6)
+    _assert_bound_exactly_once(api, names)
+    assert api.events("FailedScheduling") == []
+    assert api.stats().requests["patch pods/status"] == 0
+    assert api.stats().requests["create pods/binding"] == 6 + 12
+
+
+def _scheduled_condition(api: ApiServerDouble, name: str) -> str | None:
+    conds = (api.get("pods", name, "default") or {}).get("status", {}).get("conditions") or []
+    return next((c["status"] for c in conds if c["type"] == "PodScheduled"), None)
+
+
+def test_a_late_failure_patch_never_marks_a_bound_pod_unschedulable(api: ApiServerDouble, start_scheduler):
+    """Issue 33's throttled run: a bind fails, its PodScheduled=False patch waits behind slow status
+    writes, the retried bind succeeds first. The pod must not end bound but marked unschedulable."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=500, method="POST", path="/binding$", times=len(names))  # each pod's first bind
+    api.inject(status=0, delay=0.4, method="PATCH", path="/status$")  # slow status writes
+    with scheduling(start_scheduler) as r:
+        _pods(api, names)
+        wait_until(_all_bound(api, 6), timeout=20)
+        r.stop()  # lets the status writer finish what is queued
+        contradicted = [n for n in names if _scheduled_condition(api, n) != "True"]
+    _assert_bound_exactly_once(api, names)
+    assert contradicted == []
+    assert len(api.events("FailedScheduling")) == len(names)
+    assert all(
+        e["note"].startswith('Binding rejected: running Bind plugin "DefaultBinder": ')
+        for e in api.events("FailedScheduling")
+    )

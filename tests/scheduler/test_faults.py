@@ -30,7 +30,7 @@ def test_node_deleted_between_scheduling_and_binding():
     binder.run()
     h.schedule()
     assert h.placement() == {}
-    assert h.failure("p") == 'running Bind plugin "DefaultBinder": nodes "doomed" not found'
+    assert h.failure("p") == 'Binding rejected: running Bind plugin "DefaultBinder": nodes "doomed" not found'
     assert not h.scheduler.cache.is_assumed("uid-p")
     h.add_nodes([node("spare").obj()])
     h.settle(15)
