@@ -358,6 +358,58 @@ def markdown_claims(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: The columns of ``summary_table``: (heading, goal or context figure; a trailing space takes every
+#: application's row).
+SUMMARY_COLUMNS = (
+    ("pods", "pods completed (ratio)"),
+    ("CPU-s", "cpu_seconds_completed (ratio)"),
+    ("nodes", "nodes in use, mean (ratio)"),
+    ("node surv.", "node-failure survivable share (diff)"),
+    ("batch slowdown", "batch slowdown, truth (ratio)"),
+    ("LC slowdown", "LC slowdown, truth (ratio)"),
+    ("p99 M/M/1", "p99 latency "),
+    ("p99 M/M/c", "M/M/c p99 latency "),
+)
+
+
+def _cell(row: Mapping[str, Any]) -> str:
+    if row.get("unbounded_seeds"):
+        return "inf"
+    if row["mean"] is None:
+        return "—"
+    ci = row["ci95"]
+    return f"{row['mean']:.3f}" + ("" if ci is None or None in ci else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+
+
+def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """One Markdown row per scenario: mean [95% CI] of the no-harm rows and the gains (harmonic against
+    the default, paired per seed), the p99 gains claimed under both latency models, and the harm."""
+    head = ["scenario", "seeds", *(c for c, _ in SUMMARY_COLUMNS), "p99 gain claimed", "harm"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for result in results:
+        cells = []
+        for _, goal in SUMMARY_COLUMNS:
+            rows = [
+                r
+                for r in result["goals"]
+                if r["goal"] == goal or (goal.endswith(" ") and r["goal"].startswith(goal))
+            ]
+            if goal.endswith(" "):
+                cells.append(
+                    "; ".join(f"{r['goal'][len(goal) :].split(' ')[0]} {_cell(r)}" for r in rows) or "—"
+                )
+            else:
+                cells.append(_cell(rows[0]) if rows else "—")
+        claimed = ", ".join(p["application"] for p in result.get("p99_claimed", ()) if p["holds"]) or "none"
+        seeds = result["seeds"]
+        lines.append(
+            f"| {result['scenario']['name']} | {seeds[0]}-{seeds[-1]} | "
+            + " | ".join(cells)
+            + f" | {claimed} | {'; '.join(result.get('harm', ())) or 'none'} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", action="append", default=[], help="scenario file (repeatable)")
@@ -382,6 +434,11 @@ def main() -> int:
     ap.add_argument("--out", help="write sweep.json per scenario and claims.json here")
     ap.add_argument("--markdown", action="store_true", help="print each scenario's rows as a Markdown table")
     ap.add_argument(
+        "--summary",
+        action="store_true",
+        help="with --from-sweep: one Markdown row per sweep (the no-harm rows, the gains, the harm)",
+    )
+    ap.add_argument(
         "--from-sweep",
         metavar="SWEEP_JSON",
         action="append",
@@ -395,6 +452,10 @@ def main() -> int:
         scenarios = [None] + [str(p) for p in sorted(EXAMPLES.glob("*.yaml")) if "topology" in p.read_text()]
     if not scenarios:
         scenarios = [None]
+    if args.from_sweep and args.summary:
+        results = [judge(json.loads(Path(p).read_text()), args.profile) for p in args.from_sweep]
+        print(summary_table(results))
+        return 0
     if args.from_sweep:
         for path in args.from_sweep:
             result = judge(json.loads(Path(path).read_text()), args.profile)

@@ -233,3 +233,20 @@ def test_harm_is_listed_by_issue_35s_bounds(
     pair = (metrics(**base), metrics(**own))
     result = claims.judge(sweep([pair, pair]))
     assert [h.split(":")[0] for h in result["harm"]] == harmed
+
+
+def test_the_summary_row_shows_gains_claims_and_harm(claims: ModuleType) -> None:
+    own = metrics(
+        batch_slowdown_truth={"mean": 0.3},
+        user_request_latency_ms={"shop": {"p50": 1.0, "p99": 50.0}},
+        user_request_latency_ms_pooled={"shop": {"p50": 1.0, "p99": 40.0}},
+    )
+    table = claims.summary_table([claims.judge(sweep([(metrics(), own), (metrics(), own)]))])
+    row = table.splitlines()[2].split(" | ")
+    head = table.splitlines()[0].split(" | ")
+    cell = dict(zip(head, row, strict=True))
+    assert cell["batch slowdown"] == "1.500 [1.50, 1.50]"
+    assert cell["p99 M/M/1"] == "shop 0.500 [0.50, 0.50]"
+    assert cell["p99 M/M/c"] == "shop 0.500 [0.50, 0.50]"
+    assert cell["p99 gain claimed"] == "shop"
+    assert cell["harm |"] == "batch slowdown, truth (ratio): 1.500 |"
