@@ -441,7 +441,8 @@ def main() -> int:
     ap.add_argument(
         "--from-sweep",
         metavar="SWEEP_JSON",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         help="judge a sweep.json written before (harmonic simulate --seeds ... --config "
         "harmonic/data/profiles/harmonic.yaml) instead of running",
