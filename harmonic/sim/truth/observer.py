@@ -357,7 +357,8 @@ class TruthObserver:
             ws.latency_p99[topo.namespace].append(float(np.percentile(ok, 99)) if len(ok) else None)
             if variant == TRUTH:
                 self.series.latency_pooled[topo.namespace].append(paths.latency_ms(pooled)[served])
-        self.series.busiest[topo.namespace].append(busiest)
+        if busiest > 0:  # samples where the application served no call say nothing of its load
+            self.series.busiest[topo.namespace].append(busiest)
 
     def _utilisation(self, app: str, service_ms: float, replicas: list[Replicas]) -> float:
         """Add one service's replicas at this sample to its application's utilisation figures; the
