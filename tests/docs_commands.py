@@ -1,13 +1,14 @@
 """The fenced shell commands of README.md and docs/*.md, as a reader would copy them.
 
 A block fenced as ``sh``, ``bash``, ``shell`` or ``console`` is a script: its lines, with ``\\``
-continuations joined, comment-only and blank lines dropped (a ``$`` prompt, in ``console`` blocks, is
+continuations and quoted strings that span lines joined, comment-only and blank lines dropped (a ``$`` prompt, in ``console`` blocks, is
 removed). ``tests/test_docs_commands.py`` runs them.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +70,23 @@ def _commands(lines: list[str]) -> tuple[str, ...]:
         if line.endswith("\\"):
             pending += line[:-1].rstrip() + " "
             continue
-        commands.append((pending + line.strip()).strip())
+        command = (pending + line.strip()).strip()
+        if not _complete(command):  # a quoted string goes on over the next line, as in a shell
+            pending = command + "\n"
+            continue
+        commands.append(command)
         pending = ""
     if pending:
         commands.append(pending.strip())
     return tuple(commands)
+
+
+def _complete(command: str) -> bool:
+    try:
+        shlex.split(command, comments=True)
+    except ValueError:
+        return False
+    return True
 
 
 def all_blocks() -> list[Block]:
