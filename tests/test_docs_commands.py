@@ -42,6 +42,9 @@ from harmonic.testing.apiserver import ApiServerDouble
 from .docs_commands import ROOT, Block, all_blocks
 
 BIN = Path(sys.executable).parent
+#: Generous bounds, for a machine shared with other jobs: the commands take seconds when it is not.
+COMMAND_TIMEOUT = 900.0
+READY_TIMEOUT = 180.0
 
 #: Commands that cannot run in the test environment, by a pattern they match, and why.
 SKIPPED: dict[str, str] = {
@@ -176,7 +179,7 @@ def _parse_only(argv: list[str], work: Path, env: dict[str, str]) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=COMMAND_TIMEOUT,
     )
     assert out.returncode == 0, f"{shlex.join(argv)}\n{out.stderr[-3000:]}"
     for arg in argv[2:]:
@@ -226,7 +229,7 @@ class Server:
             )
         self.url = f"http://127.0.0.1:{port}{probe}"
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -298,7 +301,12 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
                     servers.remove(server)
                 continue
             out = subprocess.run(
-                ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=300
+                ["bash", "-c", command],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT,
             )
             if out.returncode != 0 and KNOWN_FAILURE in out.stdout + out.stderr:
                 known.append(original)
