@@ -153,7 +153,7 @@ def _smaller(command: str) -> str:
 
 
 PARSE_ONLY_RUNNER = """
-import argparse, runpy, sys
+import argparse, os, runpy, sys
 class Parsed(Exception):
     pass
 original = argparse.ArgumentParser.parse_args
@@ -162,6 +162,7 @@ def parse_only(self, args=None, namespace=None):
     raise Parsed(ns)
 argparse.ArgumentParser.parse_args = parse_only
 sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))  # as `python SCRIPT` does
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except Parsed as parsed:
