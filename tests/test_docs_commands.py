@@ -89,6 +89,9 @@ SMALL_DEFAULTS: dict[str, str] = {
 
 #: Long-running subcommands: how to tell they are up.
 SERVERS = {"run": "/readyz", "extender": "/readyz", "ui": "/"}
+#: How each may end on SIGTERM. run and extender finish in-flight work and exit 0 (as the kubelet's
+#: SIGTERM wants); ui, a local tool with nothing in flight, may die of the signal.
+CLEAN_EXITS = {"run": {0}, "extender": {0}, "ui": {0, -signal.SIGTERM}}
 #: Each server's documented default port, and the flag that sets it.
 DEFAULT_PORTS = {"run": ("--metrics-port", 10259), "extender": ("--port", 8888), "ui": ("--port", 8765)}
 DOCUMENTED_PORTS = (10259, 8888, 8765)
@@ -227,8 +230,11 @@ def _helm_template(argv: list[str], work: Path) -> None:
 class Server:
     """A long-running command started in the background."""
 
-    def __init__(self, command: str, port: int, probe: str, work: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, command: str, port: int, probe: str, work: Path, env: dict[str, str], clean: set[int]
+    ) -> None:
         self.command = command
+        self.clean = clean
         self.log = work / f"server-{port}.log"
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
@@ -296,7 +302,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
                 if flag not in argv:
                     command = f"{command.split('#')[0].rstrip()} {flag} {ports[default]}"
                 port = int(_argv(command)[_argv(command).index(flag) + 1])
-                server = Server(command, port, SERVERS[sub], work, env)
+                server = Server(command, port, SERVERS[sub], work, env, CLEAN_EXITS[sub])
                 servers.append(server)
                 try:
                     server.wait_ready()
@@ -327,7 +333,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
     finally:
         codes = [(s.command, s.stop(), s) for s in servers]
     for command, code, server in codes:
-        assert code == 0, f"{command} did not stop cleanly on SIGTERM ({code}):\n{server.output()}"
+        assert code in server.clean, f"{command} did not stop cleanly on SIGTERM ({code}):\n{server.output()}"
         assert not _unactionable_warnings(server.log.read_text()), command
     if known:
         pytest.xfail(f"{known[0]}: {KNOWN_FAILURE} (fixed on branch harden-inputs)")
