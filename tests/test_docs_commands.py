@@ -55,6 +55,8 @@ SKIPPED: dict[str, str] = {
     r"--config examples/harmony-ablation\.yaml --config": "fourteen profiles on the bundled scenario, minutes of "
     "CPU even at one seed; the same sweep runs on a small scenario (docs/simulator.md) and "
     "test_the_skipped_ablation_profiles_load loads every profile",
+    r"scripts/fuzz\.py --live\b": "a live fuzzing run of thousands of objects (the second against a real "
+    "kube-apiserver's admin kubeconfig); tests/cluster/test_live_fuzz.py runs the live fuzzer at a small size",
     r"^kubectl apply\b": "needs a real cluster (RBAC, Deployments, Services: more than the double serves); "
     "tests/deploy/test_manifests.py validates every manifest of deploy/ against Kubernetes' schemas",
 }
