@@ -273,19 +273,12 @@ class Server:
         return self.log.read_text()[-3000:]
 
 
-#: Fixed on branch harden-inputs (the shipped configurations name kube-scheduler's own lease): until it
-#: is merged, a block failing with this message is an expected failure, not a pass.
-KNOWN_FAILURE = "is kube-scheduler's own lease"
-
-
 def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
     ports = {p: _free_port() for p in DOCUMENTED_PORTS}
     servers: list[Server] = []
-    known: list[str] = []  # commands that failed with KNOWN_FAILURE
     try:
         for original in block.commands:
-            reason = _skip_reason(original)
-            if reason:
+            if _skip_reason(original):
                 continue
             command = _smaller(original)
             for documented, free in ports.items():
@@ -306,14 +299,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
                 port = int(_argv(command)[_argv(command).index(flag) + 1])
                 server = Server(command, port, SERVERS[sub], work, env, CLEAN_EXITS[sub])
                 servers.append(server)
-                try:
-                    server.wait_ready()
-                except pytest.fail.Exception:
-                    if KNOWN_FAILURE not in server.output():
-                        raise
-                    # The rest of the block still runs: what does not need this server must pass.
-                    known.append(original)
-                    servers.remove(server)
+                server.wait_ready()
                 continue
             out = subprocess.run(
                 ["bash", "-c", command],
@@ -323,11 +309,6 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
                 text=True,
                 timeout=COMMAND_TIMEOUT,
             )
-            if out.returncode != 0 and KNOWN_FAILURE in out.stdout + out.stderr:
-                known.append(original)
-                continue
-            if out.returncode != 0 and known:
-                pytest.xfail(f"{command} needs what {known[0]!r} would have started")
             assert out.returncode == 0, (
                 f"{block.id}: {command}\nexit {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
             )
@@ -337,8 +318,6 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
     for command, code, server in codes:
         assert code in server.clean, f"{command} did not stop cleanly on SIGTERM ({code}):\n{server.output()}"
         assert not _unactionable_warnings(server.log.read_text()), command
-    if known:
-        pytest.xfail(f"{known[0]}: {KNOWN_FAILURE} (fixed on branch harden-inputs)")
 
 
 def _unactionable_warnings(log: str) -> list[str]:
