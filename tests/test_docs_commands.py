@@ -61,6 +61,21 @@ SKIPPED: dict[str, str] = {
     "tests/deploy/test_manifests.py validates every manifest of deploy/ against Kubernetes' schemas",
 }
 
+#: Commands that replay scenarios over many seeds or profiles: minutes of CPU each even made smaller,
+#: more than the suite's budget on two cores. They run with ``HARMONIC_DOCS_SLOW=1`` (for instance
+#: ``HARMONIC_DOCS_SLOW=1 .venv/bin/pytest tests/test_docs_commands.py``); otherwise every file they name
+#: must exist. The simulator code they run is tested at a small size by the test named.
+SLOW: dict[str, str] = {
+    r"^make simulate\b": "tests/sim/test_cli.py::test_no_arguments_runs_the_bundled_scenario_under_every_bundled_profile "
+    "runs the same `harmonic simulate`",
+    r"load-aware-(diurnal|alibaba|bandwidth)\.yaml --config examples/load-aware/\S*profiles\.yaml --seeds": (
+        "tests/sim/test_sweep.py (seed sweeps) and tests/plugins/test_loadaware*.py"
+    ),
+    r"examples/feedback/antagonist\.yaml --config": "tests/sim/test_feedback.py runs the feedback scenarios",
+    r"--executor dask\b": "tests/sim/test_sweep.py::test_cluster_executors_give_the_same_metrics",
+}
+RUN_SLOW = os.environ.get("HARMONIC_DOCS_SLOW") == "1"
+
 #: Benchmarks that replay whole scenarios under several profiles and seeds (minutes each even at one
 #: seed): their arguments are parsed by the script's own argparse parser and the files they name must
 #: exist, but they are not run. Their logic is tested at a small size by the test named.
@@ -133,6 +148,17 @@ def checkout(tmp_path: Path, api: ApiServerDouble) -> tuple[Path, dict[str, str]
 
 def _skip_reason(command: str) -> str | None:
     return next((why for pattern, why in SKIPPED.items() if re.search(pattern, command)), None)
+
+
+def _slow(command: str) -> bool:
+    return not RUN_SLOW and any(re.search(pattern, command) for pattern in SLOW)
+
+
+def _check_named_files(argv: list[str], work: Path) -> None:
+    """What a command not run here still promises: every file it names is in the checkout."""
+    for arg in argv:
+        if re.fullmatch(r"[\w./-]+\.(ya?ml|json)", arg):
+            assert (work / arg).is_file(), f"{' '.join(argv)}: {arg} does not exist"
 
 
 def _argv(command: str) -> list[str]:
@@ -280,6 +306,9 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
         for original in block.commands:
             if _skip_reason(original):
                 continue
+            if _slow(original):
+                _check_named_files(_argv(original), work)
+                continue
             command = _smaller(original)
             for documented, free in ports.items():
                 command = re.sub(rf"\b{documented}\b", str(free), command)
@@ -348,9 +377,9 @@ def test_every_document_has_its_commands_found() -> None:
 
 
 def test_skips_and_shortcuts_name_real_commands() -> None:
-    """Every entry of SKIPPED and PARSE_ONLY matches a documented command: no stale exemptions."""
+    """Every entry of SKIPPED, SLOW and PARSE_ONLY matches a documented command: no stale exemptions."""
     commands = [c for b in BLOCKS for c in b.commands]
-    for pattern in SKIPPED:
+    for pattern in [*SKIPPED, *SLOW]:
         assert any(re.search(pattern, c) for c in commands), pattern
     for script in PARSE_ONLY:
         assert any(_benchmark(_argv(c)) == script for c in commands), script
