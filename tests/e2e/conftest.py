@@ -10,6 +10,7 @@ each cleans up what it made (``namespace`` and ``nodes`` delete theirs).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,7 +64,10 @@ def kube(control_plane: ControlPlane) -> KubeClient:
 def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace of the test's own (with its default ServiceAccount); its pods are deleted at once
     afterwards (no kubelet would ever confirm a graceful deletion)."""
-    name = "e2e-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50].strip("-")
+    # Truncated names would collide (parametrized tests share a prefix) with a namespace still
+    # terminating, which refuses new content: a digest of the full test id keeps each unique.
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:44].strip("-")
+    name = f"e2e-{slug}-{hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:6]}"
     kube.namespace(name)
     yield name
     kube.transport.request(
