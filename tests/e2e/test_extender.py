@@ -128,8 +128,10 @@ def test_kube_scheduler_asks_harmonic_which_preemption_victims_help(
             pod("high", KUBE, "1", priorityClassName="e2e-extender-high"),
         )
         now = wait_for(
-            lambda: (got := pods_by_name(kube, namespace))["high"]["status"].get("nominatedNodeName") and got,
-            30, "the preemptor nominated", kube_scheduler,
+            # kube-scheduler 1.36 preempts asynchronously: the nomination is written before the deletion
+            lambda: (got := pods_by_name(kube, namespace))["high"]["status"].get("nominatedNodeName")
+            and any(got[n]["metadata"].get("deletionTimestamp") for n in lows) and got,
+            30, "the preemptor nominated and a victim terminating", kube_scheduler,
         )  # fmt: skip
         assert _calls(extender).get("preempt", 0) > before
         victims = [n for n in lows if now[n]["metadata"].get("deletionTimestamp")]
