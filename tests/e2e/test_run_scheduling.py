@@ -95,6 +95,8 @@ def test_a_pod_that_fits_nowhere_is_reported_in_kube_schedulers_words(
     h = wait_for(lambda: _refusal(kube, namespace, "h-big"), 30, "Harmonic's refusal", harmonic)
     k = wait_for(lambda: _refusal(kube, namespace, "k-big"), 30, "kube-scheduler's refusal", kube_scheduler)
     assert (h["reason"], k["reason"]) == ("Unschedulable", "Unschedulable")
+    # kube-scheduler 1.36 records the pod generation it judged (PodObservedGenerationTracking).
+    assert h.get("observedGeneration") == k.get("observedGeneration") == 1
     assert h["message"] == k["message"].replace(DRA_POSTFILTER, "")
     assert h["message"].startswith("0/3 nodes are available: 1 Insufficient cpu, ")  # not vacuous
 
