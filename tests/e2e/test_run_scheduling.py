@@ -188,6 +188,47 @@ def test_preemption_victims_are_marked_as_kube_scheduler_marks_them(
     )
 
 
+def test_a_preemptor_waiting_for_its_victim_does_not_preempt_again(
+    kube: KubeClient, namespace: str, nodes: Callable[..., Any], harmonic: Process, priority_class: str
+):
+    """While a victim terminates (no kubelet here finishes it), a retry of the preemptor must not evict
+    more pods elsewhere: kube-scheduler's PodEligibleToPreemptOthers waits for the victims on the
+    nominated node."""
+    nodes(["again-a", "again-b", "again-c"], allocatable={"cpu": "2", "memory": "8Gi", "pods": "110"})
+    lows = [f"low-{i}" for i in range(3)]
+    kube.create_all(f"/api/v1/namespaces/{namespace}/pods", [pod(n, HARMONIC, "1500m") for n in lows])
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", pod("tiny", HARMONIC, "10m"))
+    wait_for(
+        lambda: all(p["spec"].get("nodeName") for p in pods_by_name(kube, namespace).values()),
+        30, "the pods bound", harmonic,
+    )  # fmt: skip
+    kube.create(
+        f"/api/v1/namespaces/{namespace}/pods", pod("high", HARMONIC, "1", priorityClassName=priority_class)
+    )
+
+    def victims() -> list[str]:
+        return [n for n, p in pods_by_name(kube, namespace).items() if p["metadata"].get("deletionTimestamp")]
+
+    wait_for(victims, 30, "a victim terminating", harmonic)
+    # An assigned pod deleted requeues the preemptor (NodeResourcesFit's hint) while its victim
+    # still terminates.
+    kube.transport.request(
+        "DELETE", f"/api/v1/namespaces/{namespace}/pods/tiny", query={"gracePeriodSeconds": 0}, decode=False
+    )
+    wait_for(lambda: _attempts(kube, namespace, "high") >= 2, 30, "the preemptor retried", harmonic)
+    assert len(victims()) == 1
+
+
+def _attempts(kube: KubeClient, ns: str, name: str) -> int:
+    """Failed scheduling attempts of a pod, from its FailedScheduling events (a repeated one counted by
+    its series)."""
+    return sum(
+        (e.get("series") or {}).get("count", 1)
+        for e in events(kube, ns, "FailedScheduling")
+        if e["regarding"]["name"] == name
+    )
+
+
 def test_a_gang_waits_for_its_members_and_its_podgroup_status_is_written(
     kube: KubeClient, namespace: str, nodes: Callable[..., Any], harmonic: Process
 ):
