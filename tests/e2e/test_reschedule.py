@@ -162,3 +162,40 @@ def test_evictions_keep_the_budget_and_replacements_land_where_the_what_if_said(
 
     new = wait_for(replacement, 60, "the replacement bound", harmonic)
     assert new["spec"]["nodeName"] == evicted["to"]
+
+
+def test_a_job_pod_evicted_off_a_tainted_node_is_replaced_where_the_what_if_said(
+    kube: KubeClient,
+    namespace: str,
+    nodes: Callable[..., Any],
+    controllers: None,
+    harmonic: Process,
+    rescheduler: Callable[..., dict[str, Any]],
+):
+    nodes(["job-a", "job-b"], allocatable={"cpu": "2", "memory": "8Gi", "pods": "110"})
+    template = pod("worker", "harmonic-scheduler", "500m", labels={"app": "worker"}, restartPolicy="Never")
+    template["metadata"].pop("name")
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "worker"},
+        "spec": {"template": template},
+    }
+    kube.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+    (first,) = wait_for(
+        lambda: [p for p in _active(kube, namespace).values() if p["spec"].get("nodeName")],
+        60, "the Job's pod bound", harmonic,
+    )  # fmt: skip
+    name = first["metadata"]["name"]
+    set_running(kube, namespace, name)
+    kube.patch(f"/api/v1/nodes/{first['spec']['nodeName']}", {"spec": {"taints": [TAINT]}})
+
+    (evicted,) = rescheduler()["evictions"]
+    assert evicted["pod"] == f"{namespace}/{name}"
+    assert evicted["from"] == first["spec"]["nodeName"] and evicted["to"] not in ("", None, evicted["from"])
+    # The Job controller counts the evicted pod as failed and starts another (after its failure backoff).
+    new = wait_for(
+        lambda: [p for n, p in _active(kube, namespace).items() if n != name and p["spec"].get("nodeName")],
+        90, "the replacement bound", harmonic,
+    )  # fmt: skip
+    assert [p["spec"]["nodeName"] for p in new] == [evicted["to"]]
