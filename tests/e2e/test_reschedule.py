@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harmonic.cluster.transport import ApiStatusError
+from harmonic.cluster.transport import ApiStatusError, Transport, load_client
+from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kube import ControlPlane, KubeClient, load_manifests
 from harmonic.testing.kube.processes import Process
 
@@ -199,3 +200,52 @@ def test_a_job_pod_evicted_off_a_tainted_node_is_replaced_where_the_what_if_said
         90, "the replacement bound", harmonic,
     )  # fmt: skip
     assert [p["spec"]["nodeName"] for p in new] == [evicted["to"]]
+
+
+def test_the_double_refuses_an_eviction_as_kube_apiserver_does(
+    kube: KubeClient, namespace: str, nodes: Callable[..., Any], controllers: None, tmp_path: Path
+):
+    """A PodDisruptionBudget with no disruption allowed: the same 429, reason, message and causes from
+    the double as from kube-apiserver (the double given the status the disruption controller wrote)."""
+    nodes(["evict-a"])
+    web = pod("web", "harmonic-scheduler", labels={"app": "web"}, nodeName="evict-a")
+    kube.create(f"/api/v1/namespaces/{namespace}/pods", web)
+    set_running(kube, namespace, "web")
+    pdb = {
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    pdb_path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    kube.create(pdb_path, pdb)
+    status = wait_for(
+        lambda: (s := kube.get(f"{pdb_path}/web").get("status") or {}).get("currentHealthy") == 1 and s,
+        60, "the disruption controller's status",
+    )  # fmt: skip
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "web", "namespace": namespace},
+    }
+
+    def refusal(t: Transport, ns: str) -> tuple[Any, ...]:
+        with pytest.raises(ApiStatusError) as err:
+            t.request(
+                "POST",
+                f"/api/v1/namespaces/{ns}/pods/web/eviction",
+                body={**eviction, "metadata": {"name": "web", "namespace": ns}},
+            )
+        e = err.value
+        return e.code, e.reason, e.message, e.details.get("causes")
+
+    real = refusal(kube.transport, namespace)
+    with ApiServerDouble() as api:
+        api.create(
+            "pods",
+            {**web, "metadata": {**web["metadata"], "namespace": "default"}, "status": {"phase": "Running"}},
+        )
+        api.create(
+            "poddisruptionbudgets",
+            {**pdb, "metadata": {"name": "web", "namespace": "default"}, "status": status},
+        )
+        t = Transport(load_client(str(api.kubeconfig(tmp_path / "double.kubeconfig"))), qps=-1)
+        assert refusal(t, "default") == real
