@@ -877,9 +877,10 @@ def _extender_setup(
 ) -> tuple[Extender, LiveCluster | None, dict[str, GraphService], LiveFeedback | None]:
     """Setup, as kube-scheduler's app.Setup: the configuration, the cluster cache when there is cluster
     access, the graph services, and the extender over them; a bad configuration exits 1 with one line."""
-    from harmonic.cluster.services import uses_batch_plugins
+    from harmonic.cluster.services import uses_batch_plugins, uses_service
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
+    from harmonic.framework.services import VOLUMES
     from harmonic.plugins.registry import default_registry
 
     try:
@@ -889,7 +890,13 @@ def _extender_setup(
         sys.exit(1)
     graphs = _graph_services(cfg)
     transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
-    live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
+    live = (
+        LiveCluster(
+            transport, batch=uses_batch_plugins(cfg), storage=uses_service(cfg, default_registry(), VOLUMES)
+        )
+        if transport is not None
+        else None
+    )
     fb = live_feedback(cfg, *feedback)
     try:
         ext = Extender(

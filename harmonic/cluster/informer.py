@@ -85,6 +85,13 @@ REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
 STATEFUL_SETS = Resource("apps/v1", "statefulsets", "StatefulSet")
 POD_GROUPS = Resource("scheduling.x-k8s.io/v1alpha1", "podgroups", "PodGroup")
 ELASTIC_QUOTAS = Resource("scheduling.x-k8s.io/v1alpha1", "elasticquotas", "ElasticQuota")
+PERSISTENT_VOLUMES = Resource("v1", "persistentvolumes", "PersistentVolume")
+PERSISTENT_VOLUME_CLAIMS = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+STORAGE_CLASSES = Resource("storage.k8s.io/v1", "storageclasses", "StorageClass")
+CSI_NODES = Resource("storage.k8s.io/v1", "csinodes", "CSINode")
+CSI_DRIVERS = Resource("storage.k8s.io/v1", "csidrivers", "CSIDriver")
+CSI_STORAGE_CAPACITIES = Resource("storage.k8s.io/v1", "csistoragecapacities", "CSIStorageCapacity")
+VOLUME_ATTACHMENTS = Resource("storage.k8s.io/v1", "volumeattachments", "VolumeAttachment")
 
 
 def strip_managed_fields(obj: Obj) -> Obj:

@@ -17,7 +17,9 @@
 ``LiveScheduler`` wires it all: informers for nodes, pods (non-terminal, all schedulers: assigned pods
 fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
 ``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
-namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
+namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets), and
+``"batch"`` and ``"volumes"`` when a profile's plugins read them (storage changes reach the queue as
+cluster events; ``KubeClient`` writes VolumeBinding's PreBind updates of PVs and claims); the
 ``Scheduler`` with a thread-pool binder; leader election from the configuration's ``leaderElection``;
 moved pods' reservations kept in a ConfigMap beside the lease and restored when leadership starts
 (``reservation_store``); metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or until leadership is
@@ -43,7 +45,7 @@ from harmonic.cluster.leader import LeaderElector, default_identity
 from harmonic.cluster.podgroups import PodGroupStatusWriter
 from harmonic.cluster.reservation_store import ConfigMapStore, configmap_name
 from harmonic.cluster.reservation_store import restore as restore_reservations
-from harmonic.cluster.services import LiveServices, uses_batch_plugins
+from harmonic.cluster.services import LiveServices, uses_batch_plugins, uses_service
 from harmonic.cluster.transport import (
     STRATEGIC_MERGE_PATCH,
     ApiStatusError,
@@ -54,6 +56,7 @@ from harmonic.cluster.transport import (
 from harmonic.cluster.workers import WorkQueue
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.registry import Registry
+from harmonic.framework.services import VOLUMES
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.metrics import SchedulerMetrics
 from harmonic.scheduler.scheduler import Scheduler, ThreadBinder
@@ -172,6 +175,36 @@ class KubeClient:
             self.status.patch(pod.namespace, pod.name, {"nominatedNodeName": node_name or None})
         return None
 
+    # ------------------------------------------------------------------ VolumeBindingClient
+    def update_persistent_volume(self, raw: Obj) -> Obj | Status:
+        """VolumeBinding's PreBind: a PV pre-bound to its claim, written back whole (PUT, with the
+        resourceVersion read: a PV changed meanwhile is a 409 and the pod is retried), as kube-scheduler's
+        volume binder does."""
+        return self._replace("persistentvolumes", None, raw)
+
+    def update_persistent_volume_claim(self, raw: Obj) -> Obj | Status:
+        """VolumeBinding's PreBind: a claim annotated with the node chosen for provisioning (PUT)."""
+        namespace = str((raw.get("metadata") or {}).get("namespace") or "default")
+        return self._replace("persistentvolumeclaims", namespace, raw)
+
+    def _replace(self, plural: str, namespace: str | None, raw: Obj) -> Obj | Status:
+        name = str((raw.get("metadata") or {}).get("name") or "")
+        remaining = self.fence()
+        if remaining is None:
+            return Status(Code.ERROR, f"updating {plural} {name!r} refused: {NOT_LEADER}")
+        kind = "PersistentVolume" if plural == "persistentvolumes" else "PersistentVolumeClaim"
+        body = {"apiVersion": "v1", "kind": kind, **raw}
+        try:
+            got: Obj = self.transport.request(
+                "PUT",
+                object_path("v1", plural, namespace, name),
+                body=body,
+                timeout=min(self.transport.timeout, remaining),
+            )
+        except (ApiStatusError, TransportError) as e:
+            return Status(Code.ERROR, f"updating {plural} {name!r}: {getattr(e, 'message', '') or e}")
+        return got
+
     # ------------------------------------------------------------------ SchedulerClient
     def report_scheduled(self, pod: Pod, node_name: str) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"
@@ -243,7 +276,9 @@ class LiveScheduler:
         self.identity = identity or default_identity()
         self.metrics = metrics or SchedulerMetrics()
         batch = uses_batch_plugins(config)
-        plugin_services = LiveServices(transport, informer_backoff, batch=batch)
+        plugin_services = LiveServices(
+            transport, informer_backoff, batch=batch, storage=uses_service(config, registry, VOLUMES)
+        )
         self.informers: dict[str, Informer] = {
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
@@ -281,6 +316,8 @@ class LiveScheduler:
         )
         self.informers["nodes"].add_handler(self.scheduler.on_node)
         self.informers["pods"].add_handler(self.scheduler.on_pod)
+        if plugin_services.volumes is not None:
+            plugin_services.volumes.subscribe(self.scheduler.on_cluster_event)
         #: Moved pods' reservations, kept beside the lease (``reservation_store``).
         self.reservation_store = ConfigMapStore(
             transport, le.resource_namespace, configmap_name(le.resource_name), self._fence

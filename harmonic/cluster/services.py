@@ -11,6 +11,11 @@
   ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints).
 - ``"batch"`` (only with ``batch=True``, for profiles running Coscheduling or CapacityScheduling, whose
   CRDs a cluster may lack): a ``harmonic.api.batch.BatchObjects`` of PodGroups and ElasticQuotas.
+- ``"volumes"`` (only with ``storage=True``, for profiles running a plugin that reads it: VolumeBinding,
+  VolumeRestrictions, VolumeZone, NodeVolumeLimits, see ``uses_service``): a
+  ``harmonic.framework.volumes.InMemoryVolumes`` fed by informers of PersistentVolumes, claims,
+  StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and VolumeAttachments (kube-scheduler's
+  listers), objects kept with the server's resourceVersions (VolumeBinding's PreBind writes them back).
 
 The first two read an informer's store, the third is fed by informers' handlers, so all are current
 and safe to use from any thread. ``LiveServices`` builds those informers and services for both live
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
@@ -33,22 +39,32 @@ from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.workloads import SERVICE_NAME as WORKLOADS_SERVICE
 from harmonic.api.workloads import WorkloadIndex
 from harmonic.cluster.informer import (
+    CSI_DRIVERS,
+    CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     ELASTIC_QUOTAS,
     NAMESPACES,
     PDBS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_GROUPS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     Backoff,
     Handler,
     Informer,
     Resource,
     Transform,
+    strip_managed_fields,
 )
 from harmonic.cluster.transport import Transport
 from harmonic.framework import services as keys
+from harmonic.framework.registry import Registry
+from harmonic.framework.volumes import InMemoryVolumes
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +226,68 @@ def batch_feed(store: BatchObjects, kind: str) -> Handler:
     )
 
 
+#: The storage objects behind the ``"volumes"`` service, as kube-scheduler's informers list them.
+STORAGE_RESOURCES = (
+    PERSISTENT_VOLUMES,
+    PERSISTENT_VOLUME_CLAIMS,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
+    VOLUME_ATTACHMENTS,
+)
+
+
+def profile_uses_service(profile: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """Does any plugin of ``profile`` read the ``key`` service (its ``needs(args)``, required or
+    degraded)? The live adapters start an informer only for a service someone reads."""
+    for name in profile.plugin_names:
+        cls = profile.plugin_classes.get(name) or registry.get(name)
+        if cls is not None and any(need.key.name == key.name for need in cls.needs(profile.args[name])):
+            return True
+    return False
+
+
+def uses_service(config: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """``profile_uses_service`` for any profile of ``config`` (a SchedulerConfiguration)."""
+    return any(profile_uses_service(prof, registry, key) for prof in config.profiles)
+
+
+class StorageFeed:
+    """Informer handlers keeping an ``InMemoryVolumes`` current. The informers of the seven kinds run on
+    threads of their own, so writes are serialised here (the store's generation must step once per
+    change); a malformed object is logged and treated as absent."""
+
+    def __init__(self, volumes: InMemoryVolumes) -> None:
+        self.volumes = volumes
+        self._lock = threading.Lock()
+
+    def handler(self, kind: str) -> Handler:
+        def put(obj: Obj) -> None:
+            with self._lock:
+                self.volumes.put({**obj, "kind": kind})  # list items come without it
+
+        def delete(namespace: str, name: str) -> None:
+            with self._lock:
+                self.volumes.delete(kind, name, namespace)
+
+        return _feed(kind, put, delete)
+
+
+class StorageInformers:
+    """The ``"volumes"`` service (``volumes``, an ``InMemoryVolumes``) and the informers feeding it, keyed
+    by resource name; the adapter starts and stops them (the rescheduler uses them alone)."""
+
+    def __init__(self, transport: Transport, backoff: Callable[[], Backoff] = Backoff) -> None:
+        self.volumes = InMemoryVolumes()
+        feed = StorageFeed(self.volumes)
+        self.informers: dict[str, Informer] = {}
+        for resource in STORAGE_RESOURCES:
+            inf = Informer(transport, resource, backoff=backoff(), transform=strip_managed_fields)
+            inf.add_handler(feed.handler(resource.kind))
+            self.informers[resource.plural] = inf
+
+
 class LiveServices:
     """The plugin services of a live adapter and the informers behind them: PodDisruptionBudgets and
     namespaces (stores read as they are), Services, ReplicationControllers, ReplicaSets and
@@ -217,11 +295,17 @@ class LiveServices:
 
     ``informers`` are keyed by resource name (``pdbs``, ``namespaces``, ``services``, ...); the adapter
     starts and stops them with its own and counts them in its readiness. ``backoff`` makes each
-    informer's reconnect backoff.
+    informer's reconnect backoff. ``batch`` adds the PodGroup and ElasticQuota informers, ``storage``
+    those of the storage objects (``volumes``, whose ``subscribe`` reports each change as a
+    ``ClusterEvent``, for requeueing pods).
     """
 
     def __init__(
-        self, transport: Transport, backoff: Callable[[], Backoff] = Backoff, batch: bool = False
+        self,
+        transport: Transport,
+        backoff: Callable[[], Backoff] = Backoff,
+        batch: bool = False,
+        storage: bool = False,
     ) -> None:
         self.informers: dict[str, Informer] = {
             "pdbs": Informer(transport, PDBS, backoff=backoff()),
@@ -242,6 +326,12 @@ class LiveServices:
                 inf.add_handler(batch_feed(self.batch, resource.kind))
                 self.informers[resource.plural] = inf
             self.services[BATCH_SERVICE] = self.batch
+        self.volumes: InMemoryVolumes | None = None
+        if storage:
+            informers = StorageInformers(transport, backoff)
+            self.volumes = informers.volumes
+            self.informers.update(informers.informers)
+            self.services[keys.VOLUMES.name] = self.volumes
 
     def _workload_informer(self, transport: Transport, resource: Resource, backoff: Backoff) -> Informer:
         inf = Informer(transport, resource, backoff=backoff, transform=selector_view(resource.kind))

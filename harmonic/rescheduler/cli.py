@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -25,6 +25,9 @@ from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
+
+if TYPE_CHECKING:
+    from harmonic.cluster.informer import Informer
 
 #: How long loop mode waits for its informers' first lists before giving up.
 CACHE_SYNC_SECONDS = 60.0
@@ -231,10 +234,13 @@ def _live(
     from harmonic.cli import _transport
     from harmonic.cluster.events import EventRecorder
     from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.informer import wait_for_sync
     from harmonic.cluster.leader import LeaderElector, default_identity
+    from harmonic.cluster.services import StorageInformers, profile_uses_service
     from harmonic.cluster.stopsignal import StopOnSignal
     from harmonic.cluster.transport import ApiStatusError, TransportError
     from harmonic.framework.config import LeaderElection
+    from harmonic.framework.services import VOLUMES
     from harmonic.plugins.registry import default_registry
     from harmonic.rescheduler.cache import ClusterCache
     from harmonic.rescheduler.live import LiveRescheduler
@@ -248,7 +254,19 @@ def _live(
     except (ApiStatusError, TransportError, ValueError) as err:
         click.echo(f"error: {policy.source}: metricsProviders: {err}", err=True)
         sys.exit(1)
-    services = {METRICS_SERVICE: metrics}
+    services: dict[str, Any] = {METRICS_SERVICE: metrics}
+    # The what-if's volume plugins read the storage objects: without them no pod with a claim fits anywhere.
+    storage = StorageInformers(transport) if profile_uses_service(prof, default_registry(), VOLUMES) else None
+    if storage is not None:
+        services[VOLUMES.name] = storage.volumes
+        for inf in storage.informers.values():
+            inf.start()
+        if not wait_for_sync(storage.informers, CACHE_SYNC_SECONDS):
+            _stop_all(storage.informers)
+            click.echo(
+                f"error: the storage informers did not sync within {CACHE_SYNC_SECONDS:.0f}s", err=True
+            )
+            sys.exit(1)
     if once:
         lr = LiveRescheduler(
             transport,
@@ -266,6 +284,8 @@ def _live(
         report = lr.cycle()
         events.stop()
         metrics.stop()
+        if storage is not None:
+            _stop_all(storage.informers)
         if report.error:
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
@@ -311,7 +331,14 @@ def _live(
     elector.join(timeout=5)
     events.stop()
     cache.stop()
+    if storage is not None:
+        _stop_all(storage.informers)
     metrics.stop()
     if server is not None:
         server.stop()
     sys.exit(1 if leader.lost.is_set() else 0)
+
+
+def _stop_all(informers: Mapping[str, Informer]) -> None:
+    for inf in informers.values():
+        inf.stop()

@@ -118,6 +118,14 @@ RESOURCE_TYPES = (
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True),
+    # The storage objects the volume plugins read (the live adapters' "volumes" service).
+    ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False),
+    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    ResourceType("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+    ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
     # metrics-server's resource metrics API, read by harmonic.signals.usage.MetricsServerSource.
     ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False),
     ResourceType("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True),

@@ -286,3 +286,41 @@ def test_saturated_event_pipeline_drops_events_never_pods(api: ApiServerDouble, 
     # 4 writers are stuck for 2 s each and 3 more Events wait: most of the 40 found no room.
     assert dropped >= 25
     assert f"harmonic_events_dropped_total {float(dropped)}" in metrics
+
+
+def test_pod_with_a_bound_claim_is_scheduled_to_its_volumes_node(api: ApiServerDouble, start_scheduler):
+    """Issue 34: without storage informers a claim was never found ('persistentvolumeclaim "claim1" not
+    found') and such pods never scheduled."""
+    _nodes(api, 2, cpu="2")
+    affinity = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}
+    api.create(
+        "persistentvolumes",
+        {
+            "metadata": {"name": "pv1"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/mnt/pv1"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [affinity]}]}},
+                "claimRef": {"namespace": "default", "name": "claim1"},
+            },
+            "status": {"phase": "Bound"},
+        },
+    )
+    api.create(
+        "persistentvolumeclaims",
+        {
+            "metadata": {
+                "name": "claim1",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv1", "storageClassName": ""},
+            "status": {"phase": "Bound"},
+        },
+    )
+    p = pod("p").scheduler("harmonic").obj()
+    p["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "claim1"}}]
+    api.create("pods", p)
+    with scheduling(start_scheduler):
+        wait_until(lambda: api.pod_placement() == {"default/p": "n1"}, what="p bound to n1")
