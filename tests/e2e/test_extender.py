@@ -20,11 +20,13 @@ from harmonic.testing.kube import ControlPlane, KubeClient
 from harmonic.testing.kube.controlplane import free_port
 from harmonic.testing.kube.processes import Process
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import condition, events, pod, pods_by_name
 
 REPO = Path(__file__).resolve().parents[2]
-KUBE = "default-scheduler"  # the extender's shipped profile answers for it
+#: The profile of the kube-scheduler that calls the extender, and of the extender's configuration (shipped
+#: for default-scheduler; renamed so as not to compete with the session's plain kube-scheduler).
+KUBE = "extended-scheduler"
 
 
 def _stanza(url_prefix: str, **overrides: Any) -> dict[str, Any]:
@@ -40,7 +42,8 @@ def extender(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFacto
     folder = tmp_path_factory.mktemp("extender")
     install = HarmonicInstall.apply(control_plane, REPO / "deploy" / "harmonic-extender.yaml", folder)
     config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(install.config))
+    (profile,) = install.config["profiles"]
+    config.write_text(yaml.safe_dump({**install.config, "profiles": [{**profile, "schedulerName": KUBE}]}))
     port = free_port()
     argv = [
         sys.executable, "-m", "harmonic", "extender", f"--config={config}", f"--kubeconfig={install.kubeconfig}",

@@ -21,7 +21,7 @@ from harmonic.testing import node
 from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kube import ControlPlane, KubeClient
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import IMAGE
 
 NODE = "resize-node"

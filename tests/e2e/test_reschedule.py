@@ -24,7 +24,7 @@ from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.kube import ControlPlane, KubeClient, load_manifests
 from harmonic.testing.kube.processes import Process
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import pod, pods_by_name, set_running
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,15 +32,10 @@ TAINT = {"key": "e2e/drain", "value": "yes", "effect": "NoSchedule"}
 
 
 @pytest.fixture(scope="module")
-def controllers(control_plane: ControlPlane) -> Iterator[None]:
-    control_plane.start_controller_manager()
-    yield
-    control_plane.stop_controller_manager()
-
-
-@pytest.fixture(scope="module")
-def harmonic(harmonic_install: HarmonicInstall) -> Iterator[Process]:
-    with harmonic_install.running("harmonic-for-reschedule") as proc:
+def harmonic(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    manifest = REPO / "deploy" / "harmonic-scheduler.yaml"
+    install = HarmonicInstall.apply(control_plane, manifest, tmp_path_factory.mktemp("harmonic"))
+    with install.running("harmonic-for-reschedule") as proc:
         yield proc
 
 
@@ -87,7 +82,7 @@ def test_evictions_keep_the_budget_and_replacements_land_where_the_what_if_said(
     kube: KubeClient,
     namespace: str,
     nodes: Callable[..., Any],
-    controllers: None,
+    controllers: ControlPlane,
     harmonic: Process,
     rescheduler: Callable[..., dict[str, Any]],
 ):
@@ -169,7 +164,7 @@ def test_a_job_pod_evicted_off_a_tainted_node_is_replaced_where_the_what_if_said
     kube: KubeClient,
     namespace: str,
     nodes: Callable[..., Any],
-    controllers: None,
+    controllers: ControlPlane,
     harmonic: Process,
     rescheduler: Callable[..., dict[str, Any]],
 ):
@@ -203,7 +198,7 @@ def test_a_job_pod_evicted_off_a_tainted_node_is_replaced_where_the_what_if_said
 
 
 def test_the_double_refuses_an_eviction_as_kube_apiserver_does(
-    kube: KubeClient, namespace: str, nodes: Callable[..., Any], controllers: None, tmp_path: Path
+    kube: KubeClient, namespace: str, nodes: Callable[..., Any], controllers: ControlPlane, tmp_path: Path
 ):
     """A PodDisruptionBudget with no disruption allowed: the same 429, reason, message and causes from
     the double as from kube-apiserver (the double given the status the disruption controller wrote)."""

@@ -15,7 +15,7 @@ from harmonic.cluster.transport import ApiStatusError
 from harmonic.testing.kube import KubeClient
 from harmonic.testing.kube.processes import Process
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import events, pod, pods_by_name
 
 #: kube-scheduler's 15 s / 10 s / 2 s scaled down 10x, so a SIGKILLed leader's lease expires in seconds.

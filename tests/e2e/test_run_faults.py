@@ -20,7 +20,7 @@ from harmonic.testing.kube import ControlPlane, KubeClient
 from harmonic.testing.kube.pki import kubeconfig
 from harmonic.testing.kube.processes import Process
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import events, pod, pods_by_name
 
 REPO = Path(__file__).resolve().parents[2]
