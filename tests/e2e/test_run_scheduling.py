@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +19,12 @@ from harmonic.cluster.transport import STRATEGIC_MERGE_PATCH
 from harmonic.testing.kube import ControlPlane, KubeClient
 from harmonic.testing.kube.processes import Process
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 from .objects import apply_crds, condition, events, pod, pods_by_name, set_running
 
 HARMONIC = "harmonic-scheduler"  # the shipped profile's schedulerName
 BATCH = "batch"
-KUBE = "default-scheduler"
+SCHEDULER_MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "harmonic-scheduler.yaml"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PG_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 EQ_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/elasticquotas"
@@ -33,7 +34,9 @@ DRA_POSTFILTER = "no new claims to deallocate, "
 
 
 @pytest.fixture(scope="module")
-def harmonic(harmonic_install: HarmonicInstall, control_plane: ControlPlane) -> Iterator[Process]:
+def harmonic(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    """The shipped install (applied once for the module) running with one more profile, ``batch``."""
+    install = HarmonicInstall.apply(control_plane, SCHEDULER_MANIFEST, tmp_path_factory.mktemp("harmonic"))
     apply_crds(control_plane.client(), "scheduler-plugins-crds.yaml")
     batch = {
         "schedulerName": BATCH,
@@ -44,16 +47,9 @@ def harmonic(harmonic_install: HarmonicInstall, control_plane: ControlPlane) -> 
             }
         },
     }
-    profiles = [*harmonic_install.config["profiles"], batch]
-    with harmonic_install.running("harmonic-run", profiles=profiles) as proc:
+    profiles = [*install.config["profiles"], batch]
+    with install.running("harmonic-run", profiles=profiles) as proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def kube_scheduler(control_plane: ControlPlane) -> Iterator[Process]:
-    proc = control_plane.start_kube_scheduler({"profiles": [{"schedulerName": KUBE}]})
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture
@@ -74,7 +70,7 @@ def test_a_pod_that_fits_nowhere_is_reported_in_kube_schedulers_words(
     namespace: str,
     nodes: Callable[..., Any],
     harmonic: Process,
-    kube_scheduler: Process,
+    kube_scheduler: str,
 ):
     """Three nodes, three different reasons: the PodScheduled condition and the FailedScheduling Event
     of Harmonic's pod and of kube-scheduler's twin read alike."""
@@ -86,14 +82,14 @@ def test_a_pod_that_fits_nowhere_is_reported_in_kube_schedulers_words(
         "/api/v1/nodes/fit-tainted",
         {"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}},
     )
-    for who, scheduler in (("h", HARMONIC), ("k", KUBE)):
+    for who, scheduler in (("h", HARMONIC), ("k", kube_scheduler)):
         kube.create(
             f"/api/v1/namespaces/{namespace}/pods",
             pod(f"{who}-big", scheduler, "4", nodeSelector={"disk": "ssd"}),
         )
 
     h = wait_for(lambda: _refusal(kube, namespace, "h-big"), 30, "Harmonic's refusal", harmonic)
-    k = wait_for(lambda: _refusal(kube, namespace, "k-big"), 30, "kube-scheduler's refusal", kube_scheduler)
+    k = wait_for(lambda: _refusal(kube, namespace, "k-big"), 30, "kube-scheduler's refusal")
     assert (h["reason"], k["reason"]) == ("Unschedulable", "Unschedulable")
     # kube-scheduler 1.36 records the pod generation it judged (PodObservedGenerationTracking).
     assert h.get("observedGeneration") == k.get("observedGeneration") == 1
@@ -107,7 +103,7 @@ def test_a_pod_that_fits_nowhere_is_reported_in_kube_schedulers_words(
     by_pod = wait_for(failed, 30, "both FailedScheduling events")
     he, ke = by_pod["h-big"], by_pod["k-big"]
     assert (he["type"], he["action"], he["reportingController"]) == ("Warning", "Scheduling", HARMONIC)
-    assert (ke["type"], ke["action"], ke["reportingController"]) == ("Warning", "Scheduling", KUBE)
+    assert (ke["type"], ke["action"], ke["reportingController"]) == ("Warning", "Scheduling", kube_scheduler)
     assert he["note"] == ke["note"].replace(DRA_POSTFILTER, "") == h["message"]
 
 
@@ -163,9 +159,9 @@ def test_preemption_nominates_and_deletes_the_victim_gracefully(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="Harmonic evicts victims through the Eviction API (DisruptionTarget reason EvictionByEvictionAPI); "
-    "kube-scheduler patches DisruptionTarget=PreemptionByScheduler and deletes, and DefaultPreemption "
-    "recognises only that reason as a victim of preemption",
+    reason="Harmonic evicts victims through the Eviction API (which honours PodDisruptionBudgets): the "
+    "server marks them DisruptionTarget=EvictionByEvictionAPI; kube-scheduler patches "
+    "PreemptionByScheduler and deletes",
 )
 def test_preemption_victims_are_marked_as_kube_scheduler_marks_them(
     kube: KubeClient, namespace: str, nodes: Callable[..., Any], harmonic: Process, priority_class: str
