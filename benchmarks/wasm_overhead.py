@@ -7,6 +7,11 @@ Builds the example guests (scripts/build_wasm_guests.py), then times, in CPU tim
 call), and the NodeNumber guest's PreScore + Score over 1, 500 and 5,000 candidate nodes, next to the
 same scoring done by Python code (last characters of the names, compared with numpy). Prints
 microseconds per call and the guest's linear memory after the run.
+
+Then the same rule under kube-scheduler-wasm-extension's per-node ABI: upstream's own NodeNumber guest
+(examples/wasm/upstream/nodenumber.wasm, TinyGo) through PreFilter + PreScore + one Score call per
+node, at ``--upstream-nodes`` (500 and 5,000), and the TaintToleration guest's Filter over the whole
+Node (``harmonic.io/nodes.fields``), batched, at the same sizes.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from harmonic.plugins.wasm.plugin import TEMPLATE
 from harmonic.testing import node, pod
 
 ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM_NODE_NUMBER = ROOT / "examples" / "wasm" / "upstream" / "nodenumber.wasm"
 NOOP = '(module (memory (export "memory") 1) (func (export "prescore") (result i32) (i32.const 0)))'
 
 
@@ -41,8 +47,8 @@ def _guests() -> dict[str, Path]:
     return mod.build_all()  # type: ignore[no-any-return]
 
 
-def _plugin(path: str) -> Any:
-    args = WasmPluginArgs.model_validate({"guestURL": path})
+def _plugin(path: str, **extra: str) -> Any:
+    args = WasmPluginArgs.model_validate({"guestURL": path, **extra})
     return TEMPLATE.make("Bench", args)(args, None)  # type: ignore[arg-type]
 
 
@@ -63,6 +69,8 @@ def _numpy_node_number(snap: Snapshot, slots: np.ndarray, digit: int) -> np.ndar
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--upstream-nodes", type=int, nargs="*", default=[500, 5000])
+    ap.add_argument("--upstream-cycles", type=int, default=5, help="cycles timed per size (per-node ABI)")
     args = ap.parse_args(argv)
     guests = _guests()
     snap = Snapshot()
@@ -95,7 +103,56 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"NodeNumber guest memory after the run: {pages} pages ({pages * 64} KiB); module {guests['nodenumber'].stat().st_size} bytes"
     )
+    _upstream(snap, p, args.upstream_nodes, args.upstream_cycles)
+    _whole_node(guests, args.upstream_nodes, max(1, args.calls // 100))
     return 0
+
+
+def _upstream(snap: Snapshot, p: Any, sizes: list[int], cycles: int) -> None:
+    """Upstream's NodeNumber guest, per node: PreFilter + PreScore + a Score call per node."""
+    # A cycle of 5,000 per-node calls outlasts the default 2s cycle budget on a loaded machine.
+    up = _plugin(str(UPSTREAM_NODE_NUMBER), cycleBudget="60s")
+    for n in sizes:
+        slots = snap.order[:n]
+
+        def cycle(slots: np.ndarray = slots) -> None:
+            state = CycleState()
+            up.pre_filter(state, p, snap)
+            up.pre_score(state, p, snap, slots)
+            up.score(state, p, snap, slots)
+
+        per_cycle = _per_call_us(cycle, cycles)
+        print(
+            f"upstream NodeNumber (per-node ABI) PreFilter+PreScore+Score over {n:>5} nodes: "
+            f"{per_cycle / 1000:8.1f} ms ({per_cycle / n:5.1f} us per node)"
+        )
+    pages = up.instance.memory.size(up.instance.store)
+    print(
+        f"upstream NodeNumber guest memory: {pages} pages ({pages * 64} KiB); "
+        f"module {UPSTREAM_NODE_NUMBER.stat().st_size} bytes"
+    )
+
+
+def _whole_node(guests: dict[str, Path], sizes: list[int], calls: int) -> None:
+    """The TaintToleration guest's Filter over nodes with two taints each, reading the whole taint list."""
+    tt = _plugin(str(guests["tainttoleration"]))
+    snap = Snapshot()
+    for i in range(max(sizes)):
+        raw = node(f"node-{i}").obj()
+        raw["spec"] = {
+            "taints": [
+                {"key": f"k{i % 7}", "value": "v", "effect": "NoSchedule"},
+                {"key": "shared", "effect": "PreferNoSchedule"},
+            ]
+        }
+        snap.set_node(parse_node(raw))
+    raw_pod = pod("pod-7").obj()
+    raw_pod["spec"]["tolerations"] = [{"key": "k3", "operator": "Exists"}]
+    p = parse_pod(raw_pod)
+    for n in sizes:
+        slots = snap.order[:n]
+        us = _per_call_us(lambda slots=slots: tt.filter(CycleState(), p, snap, slots), calls)
+        print(f"TaintToleration guest (batched, whole Node) Filter over {n:>5} nodes: {us:8.1f} us")
 
 
 if __name__ == "__main__":

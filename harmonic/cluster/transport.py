@@ -54,7 +54,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
 from harmonic.cluster import http1
-from harmonic.cluster.kubeconfig import KubeconfigError, check_kubeconfig
+from harmonic.cluster.kubeconfig import Kubeconfig, KubeconfigError, check_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +143,65 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> kc
     cfg = kclient.Configuration()
     try:
         if kubeconfig:
-            check_kubeconfig(kubeconfig, context)
-            kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+            checked = check_kubeconfig(kubeconfig, context)
+            with _library_errors() as errors:
+                kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+            _check_exec_credentials(kubeconfig, checked, context, cfg, errors)
         else:
             try:
                 kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             except ConfigException:
                 files = _kubeconfig_paths()
                 for f in files:
-                    check_kubeconfig(f, context, selected=len(files) == 1)
-                kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+                    checked = check_kubeconfig(f, context, selected=len(files) == 1)
+                with _library_errors() as errors:
+                    kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+                if len(files) == 1:
+                    _check_exec_credentials(files[0], checked, context, cfg, errors)
     except KubeconfigError as e:
         raise ClientConfigError(f"cannot load cluster configuration from {e}") from None
     except (ConfigException, OSError, ValueError, yaml.YAMLError) as e:
         where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
         raise ClientConfigError(f"cannot load cluster configuration from {where}: {e}") from None
     return kclient.ApiClient(configuration=cfg)
+
+
+@contextlib.contextmanager
+def _library_errors() -> Iterator[list[str]]:
+    """The error lines the client library logs (on the root logger) while loading: it reports a
+    credential plugin that failed that way, then goes on without credentials."""
+    lines: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                lines.append(" ".join(record.getMessage().split()))
+
+    handler = _Keep()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        root.removeHandler(handler)
+
+
+def _check_exec_credentials(
+    path: str, checked: Kubeconfig, context: str | None, cfg: kclient.Configuration, errors: list[str]
+) -> None:
+    """A user whose exec credential plugin ran but gave no credentials is an error at start (client-go
+    fails every request with the plugin's error; the Python client would send them unauthenticated)."""
+    name = context or checked.current_context
+    user = next((c.context.user for c in checked.contexts or () if c.name == name), "")
+    auth = next((u.user for u in checked.users or () if u.name == user), None)
+    if auth is None or auth.exec is None:
+        return
+    if cfg.api_key.get("BearerToken") or cfg.cert_file:
+        return
+    why = "; ".join(errors) or "no token and no client certificate in its output"
+    raise KubeconfigError(
+        f"{path}: users[{user!r}].exec: the credential plugin {auth.exec.command} gave no credentials: {why}"
+    )
 
 
 def cluster_config_found() -> bool:

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
-from harmonic.framework.config import ConfigError, Profile, SchedulerConfiguration
+from harmonic.framework.config import ConfigError, Profile
 from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
+from harmonic.startup import Prepared
 
 if TYPE_CHECKING:
     from harmonic.cluster.informer import Informer
@@ -36,9 +38,11 @@ CACHE_SYNC_SECONDS = 60.0
 def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
     for path in paths:
         try:
-            docs = list(yaml.safe_load_all(Path(path).read_text()))
-        except (OSError, yaml.YAMLError) as e:
-            raise click.ClickException(f"{path}: {e}") from None
+            docs = safeyaml.load_all(Path(path).read_text())
+        except OSError as e:
+            raise click.ClickException(f"{path}: cannot read: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise click.ClickException(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
         for d in docs:
             if (isinstance(d, Mapping) and d.get("kind") == "List") or (
                 isinstance(d, Mapping) and "items" in d and "kind" not in d
@@ -167,14 +171,15 @@ def reschedule(
     harmonic reschedule --policy P --once                      # one cycle, evicting
     harmonic reschedule --policy P --interval 2m               # the loop, with its own Lease
     """
-    from harmonic.cli import _load
     from harmonic.plugins.registry import default_registry
+    from harmonic.startup import prepare
 
     if manifests and not (once and dry_run):
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
         policy = read_policy(policy_path)
-        cfg = _load(config_path)
+        prepared = prepare(config_path, "reschedule", kubeconfig, context)
+        cfg = prepared.config
         every = parse_duration(interval)
         state = (
             from_manifests(_objects(manifests), now=time.time() if now is None else now)
@@ -197,7 +202,7 @@ def reschedule(
         return
     _live(
         policy,
-        cfg,
+        prepared,
         prof,
         options,
         dry_run,
@@ -215,7 +220,7 @@ def reschedule(
 
 def _live(
     policy: Policy,
-    cfg: SchedulerConfiguration,
+    prepared: Prepared,
     prof: Profile,
     options: RunOptions,
     dry_run: bool,
@@ -246,7 +251,8 @@ def _live(
     from harmonic.rescheduler.live import LiveRescheduler
     from harmonic.rescheduler.providers import METRICS_SERVICE, connect
 
-    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
+    cfg = prepared.config
+    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False, api=prepared.api)
     assert transport is not None
     events = EventRecorder(transport)
     try:

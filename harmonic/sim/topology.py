@@ -12,14 +12,16 @@ truth's business (``harmonic.sim.truth``).
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from harmonic import safeyaml
 from harmonic.api.quantity import QuantityError, parse_quantity
+from harmonic.signals.static import MAX_EDGE_WEIGHT
 from harmonic.sim.errors import ScenarioError
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "topologies"
@@ -83,9 +85,11 @@ def load_topology(ref: str, base_dir: Path, source: str, path: str) -> tuple[dic
             f"{ref!r} is neither a bundled topology ({', '.join(bundled_topologies())}) nor a file",
         )
     try:
-        data = json.loads(file.read_text())
+        data = safeyaml.load_json(file.read_text())
     except (OSError, ValueError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ScenarioError(str(file), "", f"not a readable JSON topology: {e}") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(str(file), "", f"not a readable JSON topology: {safeyaml.problem(e)}") from None
     validate_topology(data, str(file))
     return data, str(file)
 
@@ -131,8 +135,12 @@ def validate_topology(data: Any, source: str) -> None:
                     source, f"edges[{i}].{end}", f"{edge.get(end)!r} is not a service of this topology"
                 )
         w = edge.get("weight")
-        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < math.inf:
-            raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
+        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w <= MAX_EDGE_WEIGHT:
+            raise ScenarioError(
+                source,
+                f"edges[{i}].weight",
+                f"{w!r} must be a number from 0 to {MAX_EDGE_WEIGHT:g} (calls per user action)",
+            )
         b = edge.get("bytes")
         if b is not None and (not isinstance(b, int | float) or isinstance(b, bool) or not 0 <= b < 1e12):
             raise ScenarioError(source, f"edges[{i}].bytes", f"{b!r} must be a number of bytes >= 0")

@@ -60,7 +60,16 @@ def test_run_refuses_kube_schedulers_own_lease(tmp_path: Path):
 
 def test_run_reports_a_missing_kubeconfig(tmp_path: Path):
     config = tmp_path / "sched.yaml"
-    config.write_text(json.dumps({"leaderElection": {"leaderElect": False}}))
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": "harmonic"}],
+            }
+        )
+    )
     result = CliRunner().invoke(
         main, ["run", "--config", str(config), "--kubeconfig", str(tmp_path / "nope")]
     )
@@ -131,9 +140,12 @@ def test_run_reports_a_missing_topology_file(tmp_path: Path):
     config.write_text(
         json.dumps(
             {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
                 "leaderElection": {"leaderElect": False},
                 "profiles": [
                     {
+                        "schedulerName": "harmonic",
                         "plugins": {"multiPoint": {"enabled": [{"name": "CommunicationAffinity"}]}},
                         "pluginConfig": [
                             {

@@ -2,10 +2,12 @@
 ``$HARMONIC_KUBE_ASSETS``, else the repository's ``../shared/kube``; skipped, with one summary line, where
 there are none.
 
-One control plane per test process, started by the first test that asks for it: every test using
-``control_plane`` is marked ``kube`` and put in one xdist group, so under ``pytest -n 2`` (``--dist
-loadgroup``) one worker runs them all against one control plane. Tests share it one after another, so
-each cleans up what it made (``namespace`` and ``nodes`` delete theirs).
+One control plane per test process, started by the first test that asks for it (so under ``pytest -n 2``
+each worker that gets an end-to-end test starts its own, ~300 MB; xdist's ``loadgroup``, which would
+keep them on one worker, does not group tests with pytest 9.2 and xdist 3.8 here). Every test using
+``control_plane`` is marked ``kube`` (``-m "not kube"`` leaves them out). Tests of one process share the
+control plane one after another, so each cleans up what it made (``make_namespace`` and ``nodes``
+delete theirs).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
-            item.add_marker(pytest.mark.xdist_group("kube"))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

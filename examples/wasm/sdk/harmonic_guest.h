@@ -33,6 +33,7 @@ HG_IMPORT("harmonic.io/nodes", "count") int32_t hg_nodes_count(void);
 HG_IMPORT("harmonic.io/nodes", "names") int32_t hg_nodes_names(uint32_t buf, uint32_t limit);
 HG_IMPORT("harmonic.io/nodes", "label") int32_t hg_nodes_label(uint32_t key, uint32_t key_len, uint32_t buf, uint32_t limit);
 HG_IMPORT("harmonic.io/nodes", "unschedulable") int32_t hg_nodes_unschedulable(uint32_t buf, uint32_t limit);
+HG_IMPORT("harmonic.io/nodes", "fields") int32_t hg_nodes_fields(uint32_t spec, uint32_t spec_len, uint32_t buf, uint32_t limit);
 HG_IMPORT("harmonic.io/pod", "name") int32_t hg_pod_name(uint32_t buf, uint32_t limit);
 HG_IMPORT("harmonic.io/pod", "namespace") int32_t hg_pod_namespace(uint32_t buf, uint32_t limit);
 HG_IMPORT("harmonic.io/pod", "uid") int32_t hg_pod_uid(uint32_t buf, uint32_t limit);
@@ -139,6 +140,50 @@ static inline hg_column hg_nodes_label_column(const char *key, uint32_t key_len)
         hg_nodes_label(HG_PTR(key), key_len, HG_PTR(p), cap);
     }
     return hg_column_of(p);
+}
+
+/* A list column (harmonic.io/nodes.fields): per node, entries of `arity` strings each. */
+typedef struct {
+    uint32_t n;
+    uint32_t arity;
+    const uint8_t *ends;
+    hg_column strings;
+} hg_list;
+
+/* Reads the list column at p; returns where the next section starts. */
+static inline const uint8_t *hg_list_of(const uint8_t *p, uint32_t arity, hg_list *out) {
+    out->n = hg_u32(p);
+    out->arity = arity;
+    out->ends = p + 4;
+    const uint8_t *col = out->ends + 4 * out->n;
+    out->strings = hg_column_of(col);
+    uint32_t m = out->strings.n;
+    uint32_t bytes = m ? hg_u32(out->strings.ends + 4 * (m - 1)) : 0;
+    return col + 4 + 5 * m + bytes;
+}
+
+/* Node i's entries are [*begin, *end). */
+static inline void hg_list_range(const hg_list *l, uint32_t i, uint32_t *begin, uint32_t *end) {
+    *begin = i ? hg_u32(l->ends + 4 * (i - 1)) : 0;
+    *end = hg_u32(l->ends + 4 * i);
+}
+
+/* String k (0..arity-1) of entry e, and its length. */
+static inline const char *hg_list_at(const hg_list *l, uint32_t e, uint32_t k, uint32_t *len) {
+    *len = 0;
+    return hg_column_at(&l->strings, e * l->arity + k, len);
+}
+
+/* Fetches the sections named in spec (comma-separated, e.g. "taints,images") for the candidates. */
+static inline const uint8_t *hg_nodes_fields_get(const char *spec) {
+    uint32_t cap, slen = hg_strlen(spec);
+    uint8_t *p = hg_buffer(0, &cap);
+    int32_t n = hg_nodes_fields(HG_PTR(spec), slen, HG_PTR(p), cap);
+    if (n > (int32_t)cap) {
+        p = hg_buffer(n, &cap);
+        hg_nodes_fields(HG_PTR(spec), slen, HG_PTR(p), cap);
+    }
+    return p;
 }
 
 #endif

@@ -51,6 +51,47 @@ EXPORTS: dict[str, Export] = {
     )
 }
 
+#: kube-scheduler-wasm-extension's exports: called once per node at Filter and Score, with its return
+#: conventions (``score``: score in the high 32 bits, status in the low; ``permit``: status in the high
+#: 32 bits, timeout in ms in the low; ``postfilter``: nominating mode high, status low).
+UPSTREAM_EXPORTS: dict[str, Export] = {
+    e.name: e
+    for e in (
+        # Not an extension point: asked once for the cluster events to register.
+        Export("enqueue", (), (), ""),
+        Export("prefilter", (), ("i32",), "preFilter"),
+        Export("addpod", (), ("i32",), "preFilter"),
+        Export("removepod", (), ("i32",), "preFilter"),
+        Export("filter", (), ("i32",), "filter"),
+        Export("postfilter", (), ("i64",), "postFilter"),
+        Export("prescore", (), ("i32",), "preScore"),
+        Export("score", (), ("i64",), "score"),
+        Export("normalizescore", (), ("i32",), "score"),
+        Export("reserve", (), ("i32",), "reserve"),
+        Export("unreserve", (), (), "reserve"),
+        Export("permit", (), ("i64",), "permit"),
+        Export("prebind", (), ("i32",), "preBind"),
+        Export("bind", (), ("i32",), "bind"),
+        Export("postbind", (), (), "postBind"),
+    )
+}
+
+HARMONIC = "harmonic"
+UPSTREAM = "upstream"
+
+#: Imports only Harmonic's batched ABI has: a guest importing one is a Harmonic guest.
+HARMONIC_IMPORTS = frozenset(
+    {
+        (MOD_API, "pod"),
+        (MOD_API, "nodeName"),
+        (MOD_SCHEDULER, "cycle"),
+        (MOD_SCHEDULER, "result.node_codes"),
+        (MOD_SCHEDULER, "result.scores"),
+    }
+)
+#: Modules only Harmonic's batched ABI has.
+HARMONIC_MODULES = frozenset({MOD_NODES, MOD_POD})
+
 #: Status codes as the guest returns them (framework.Code's values).
 CODE_SUCCESS = 0
 CODE_ERROR = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -54,6 +55,13 @@ class WasmPluginArgs(PluginArgs):
     #: WASI grants; a guest gets no files, no environment and no arguments unless listed here.
     preopens: tuple[Preopen, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
+    #: Which ABI the guest speaks: ``auto`` tells from its imports and exports (``docs/wasm.md``).
+    abi: Literal["auto", "harmonic", "upstream"] = "auto"
+    #: kube-scheduler-wasm-extension's ``logSeverity``: the guest's log lines below it are dropped
+    #: (0 info, 1 warning, 2 error, 3 fatal); guests read it with ``k8s.io/klog.severity``.
+    log_severity: int = Field(default=0, ge=0, le=3)
+    #: The guest's WASI argv (upstream's ``args``, which its test guests read to pick a behaviour).
+    args: tuple[str, ...] = ()
 
     @field_validator("call_timeout", "cycle_budget")
     @classmethod

@@ -22,6 +22,7 @@ import wasmtime
 from harmonic.api.pod import Pod
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.wasm import abi, ffi
+from harmonic.plugins.wasm.node_fields import SECTIONS, NodeFields
 
 if TYPE_CHECKING:
     from harmonic.plugins.wasm.guest import GuestInstance
@@ -43,15 +44,21 @@ class CallContext:
     __slots__ = (
         "cycle",
         "encoded",
+        "events",
         "node_codes",
         "node_name",
         "node_names",
+        "nominated",
         "pod",
         "reason",
+        "result_map",
         "result_scores",
+        "score_map",
         "scores",
         "slots",
         "snap",
+        "statuses",
+        "target",
     )
 
     def __init__(
@@ -74,6 +81,14 @@ class CallContext:
         self.result_scores: np.ndarray | None = None
         #: Encoded inputs, so a guest asking twice (buffer too small) does not pay twice.
         self.encoded: dict[Any, bytes] = {}
+        # kube-scheduler-wasm-extension's ABI only: AddPod/RemovePod's pod, PostFilter's node codes,
+        # NormalizeScore's scores by node name, and the results that come back by name.
+        self.target: Pod | None = None
+        self.statuses: dict[str, int] | None = None
+        self.score_map: dict[str, int] | None = None
+        self.result_map: dict[str, int] | None = None
+        self.nominated = ""
+        self.events: list[tuple[int, int]] | None = None
 
 
 class NodeColumns:
@@ -106,11 +121,11 @@ I32, I64 = "i32", "i64"
 Functions = dict[tuple[str, str], tuple[list[str], list[str], Callable[..., Any]]]
 
 
-def define(linker: wasmtime.Linker, inst: GuestInstance) -> list[Any]:
-    """Define every host function on ``linker``, bound to ``inst``'s memory and call context; returns
-    what must be kept alive as long as the linker."""
+def define(linker: wasmtime.Linker, fns: Functions) -> list[Any]:
+    """Define the host functions ``fns`` on ``linker``; returns what must be kept alive as long as the
+    linker."""
     keep: list[Any] = []
-    for (module, name), (params, results, f) in functions(inst).items():
+    for (module, name), (params, results, f) in fns.items():
         ffi.define(linker, module, name, params, results, f, keep)
     return keep
 
@@ -120,42 +135,59 @@ def provided() -> frozenset[tuple[str, str]]:
     return frozenset(functions(None))
 
 
-def functions(inst: GuestInstance | None) -> Functions:
-    """The host functions bound to ``inst`` (``None``: only to list them)."""
-    columns = NodeColumns()
+class Access:
+    """Reading and writing a guest's memory, and the call context of the call in progress."""
 
-    def ctx() -> CallContext:
-        c = inst.ctx if inst is not None else None
+    __slots__ = ("inst",)
+
+    def __init__(self, inst: GuestInstance | None) -> None:
+        self.inst = inst
+
+    def ctx(self) -> CallContext:
+        c = self.inst.ctx if self.inst is not None else None
         if c is None:
             raise GuestFault("host function called outside a scheduling call")
         return c
 
-    def base_and_size() -> tuple[int, int]:
+    def _base_and_size(self) -> tuple[int, int]:
         # Raw access to linear memory: wasmtime's Memory.read/write build a ctypes type per call.
-        assert inst is not None
-        mem, store = inst.memory, inst.store
+        assert self.inst is not None
+        mem, store = self.inst.memory, self.inst.store
         return ctypes.addressof(mem.data_ptr(store).contents), mem.data_len(store)
 
-    def read(ptr: int, length: int, what: str) -> bytes:
-        base, size = base_and_size()
+    def read(self, ptr: int, length: int, what: str) -> bytes:
+        base, size = self._base_and_size()
         if ptr < 0 or length < 0 or ptr + length > size:
             raise GuestFault(f"{what}: [{ptr}, {ptr + length}) is outside the guest's memory")
         return ctypes.string_at(base + ptr, length)
 
-    def give(data: bytes, buf: int, limit: int, what: str) -> int:
+    def give(self, data: bytes, buf: int, limit: int, what: str) -> int:
+        """Write ``data`` at ``buf`` if it fits in ``limit``; its size either way."""
         if len(data) <= limit and data:
-            base, size = base_and_size()
-            if buf < 0 or buf + len(data) > size:
-                raise GuestFault(f"{what}: buffer [{buf}, {buf + limit}) is outside the guest's memory")
-            ctypes.memmove(base + buf, data, len(data))
+            self.write(data, buf, what)
         return len(data)
 
-    def cached(key: Any, make: Callable[[], bytes]) -> bytes:
-        c = ctx()
+    def write(self, data: bytes, buf: int, what: str) -> None:
+        base, size = self._base_and_size()
+        if buf < 0 or buf + len(data) > size:
+            raise GuestFault(f"{what}: buffer [{buf}, {buf + len(data)}) is outside the guest's memory")
+        ctypes.memmove(base + buf, data, len(data))
+
+    def cached(self, key: Any, make: Callable[[], bytes]) -> bytes:
+        """``make()``, once per call (a guest whose buffer was too small asks twice)."""
+        c = self.ctx()
         data = c.encoded.get(key)
         if data is None:
             data = c.encoded[key] = make()
         return data
+
+
+def functions(inst: GuestInstance | None) -> Functions:
+    """The host functions bound to ``inst`` (``None``: only to list them)."""
+    columns = NodeColumns()
+    fields = NodeFields()
+    acc = Access(inst)
+    ctx, read, give, cached = acc.ctx, acc.read, acc.give, acc.cached
 
     def snap_of(c: CallContext) -> Snapshot:
         if c.snap is None:
@@ -261,6 +293,21 @@ def functions(inst: GuestInstance | None) -> Functions:
         c = ctx()
         data = cached("unschedulable", lambda: snap_of(c).unschedulable[c.slots].astype(np.uint8).tobytes())
         return give(data, buf, limit, "unschedulable")
+
+    @fn(abi.MOD_NODES, "fields", [I32, I32, I32, I32], [I32])
+    def node_fields(spec: int, spec_len: int, buf: int, limit: int) -> int:
+        c = ctx()
+        names = read(spec, spec_len, "fields").decode(errors="replace")
+
+        def make() -> bytes:
+            out = []
+            for name in names.split(","):
+                if name not in SECTIONS:
+                    raise GuestFault(f"fields: no section {name!r} (one of {', '.join(SECTIONS)})")
+                out.append(fields.section(snap_of(c), name, c.slots))
+            return b"".join(out)
+
+        return give(cached(("fields", names), make), buf, limit, "fields")
 
     # -- harmonic.io/pod: the pod's fields a guest without a JSON parser needs.
     def pod_string(field_name: str) -> Callable[[int, int], int]:

@@ -65,7 +65,7 @@ class WasmPlugin(Plugin):
     def __init__(self, args: WasmPluginArgs, handle: Handle) -> None:
         super().__init__(args, handle)
         try:
-            self.instance = GuestInstance(self.NAME, self.GUEST, args)
+            self.instance = GuestInstance(self.NAME, self.GUEST, args, handle)
         except GuestError as e:
             raise PluginError(f'wasm guest "{self.NAME}": {e}') from None
 
@@ -244,12 +244,17 @@ class WasmTemplate:
     def make(self, name: str, args: Any) -> type[Plugin]:
         assert isinstance(args, WasmPluginArgs)
         guest = load(args)
+        # Imported here: the upstream ABI's plugin classes build on this module's base class.
+        from harmonic.plugins.wasm import upstream_plugin
+
         try:
             # Instantiate once now, so a guest that cannot start (too little memory, a trapping start
             # function, missing WASI grants) is a config error rather than a failure at startup.
             GuestInstance(name, guest, args)
         except GuestError as e:
             raise ValueError(f"guestURL: {guest.source}: {e}") from None
+        if guest.kind == abi.UPSTREAM:
+            return upstream_plugin.plugin_class(name, guest)
         return plugin_class(name, guest)
 
 

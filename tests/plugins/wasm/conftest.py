@@ -28,7 +28,8 @@ def _build_script() -> Any:
 
 @pytest.fixture(scope="session")
 def guests() -> dict[str, Path]:
-    """Built guests by name: nodenumber, labelfilter, nodeunschedulable, wasiprobe."""
+    """Built guests by name: nodenumber, nodenumber_zig, labelfilter, nodeunschedulable, tainttoleration,
+    wasiprobe."""
     return _build_script().build_all()
 
 

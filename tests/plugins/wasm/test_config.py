@@ -66,8 +66,22 @@ BAD_GUESTS = [
     ),
     (
         "wrong signature",
-        f'(module {WAT_MEM} (func (export "score") (result i64) (i64.const 0)))',
-        "export 'score' has the wrong signature, want () -> (i32)",
+        f'(module {WAT_MEM} (func (export "filter") (result i64) (i64.const 0)))',
+        "export 'filter' has the wrong signature, want () -> (i32)",
+    ),
+    (
+        # score () -> i64 is kube-scheduler-wasm-extension's: the guest is held to that ABI.
+        "upstream's score, the wrong filter",
+        f'(module {WAT_MEM} (func (export "score") (result i64) (i64.const 0))'
+        ' (func (export "filter") (result i64) (i64.const 0)))',
+        "export 'filter' has the wrong signature, want () -> (i32)",
+    ),
+    (
+        "both ABIs",
+        f'(module (import "harmonic.io/nodes" "count" (func (result i32)))'
+        ' (import "k8s.io/scheduler" "currentPod" (func (param i32 i32) (result i32))) '
+        f'{WAT_MEM} (func (export "filter") (result i32) (i32.const 0)))',
+        "imports harmonic.io/nodes.count (Harmonic's batched ABI) and k8s.io/scheduler.currentPod",
     ),
     (
         "unknown import",

@@ -20,6 +20,7 @@ from harmonic.framework.interface import PluginError
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.nodeunschedulable import NodeUnschedulable
 from harmonic.plugins.registry import default_registry
+from harmonic.plugins.tainttoleration import TaintToleration
 from harmonic.plugins.wasm.args import WasmPluginArgs
 from harmonic.plugins.wasm.plugin import TEMPLATE
 from harmonic.testing import node, pod
@@ -185,3 +186,77 @@ def test_node_unschedulable_guest_equals_in_tree_property(
     if got is not None and want is not None:
         assert np.array_equal(got.code, want.code)
         assert [got.reasons[i] for i in got.reason] == [want.reasons[i] for i in want.reason]
+
+
+# ------------------------------------------------------------------ TaintToleration (the whole Node)
+TAINT_CASES = Path(__file__).parents[2] / "conformance" / "upstream" / "TaintToleration.json"
+
+
+def _taint_cases() -> list[Any]:
+    data = json.loads(TAINT_CASES.read_text())
+    return [pytest.param(c, id=c["name"]) for c in data["cases"]]
+
+
+@pytest.mark.parametrize("case", _taint_cases())
+def test_taint_toleration_guest_equals_in_tree_on_conformance_cases(
+    guests: dict[str, Path], case: dict[str, Any]
+) -> None:
+    a = WasmPluginArgs.model_validate({"guestURL": str(guests["tainttoleration"])})
+    registry = default_registry().merged([TEMPLATE.make("WasmTaintToleration", a)])
+    got = evaluate(
+        {**case, "plugin": "WasmTaintToleration", "args": {"guestURL": str(guests["tainttoleration"])}},
+        registry,
+    )
+    assert got == evaluate({**case, "plugin": "TaintToleration"}) == case["expected"]
+
+
+_TAINT = st.fixed_dictionaries(
+    {
+        "key": st.sampled_from(["a", "b"]),
+        "value": st.sampled_from(["", "x", "y"]),
+        "effect": st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]),
+    }
+)
+_ANY_TOLERATION = st.fixed_dictionaries(
+    {
+        "key": st.sampled_from(["", "a", "b"]),
+        "operator": st.sampled_from(["Exists", "Equal"]),
+        "value": st.sampled_from(["", "x", "y"]),
+        "effect": st.sampled_from(["", "NoSchedule", "NoExecute", "PreferNoSchedule"]),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    taints=st.lists(
+        st.lists(_TAINT, max_size=3, unique_by=lambda t: (t["key"], t["effect"])), min_size=1, max_size=8
+    ),
+    tolerations=st.lists(_ANY_TOLERATION, max_size=3),
+)
+def test_taint_toleration_guest_equals_in_tree_property(
+    guests: dict[str, Path], taints: list[list[dict[str, str]]], tolerations: list[dict[str, str]]
+) -> None:
+    tolerations = [
+        t
+        for t in tolerations
+        if not (t["operator"] == "Exists" and t["value"]) and (t["key"] or t["operator"] == "Exists")
+    ]
+    snap = _snap([{**node(f"n{i}").obj(), "spec": {"taints": ts}} for i, ts in enumerate(taints)])
+    raw = pod("p").obj()
+    raw["spec"]["tolerations"] = tolerations
+    p = parse_pod(raw)
+    guest, tree = _plugin(guests["tainttoleration"]), TaintToleration(None, None)  # type: ignore[arg-type]
+    want = tree.filter(CycleState(), p, snap, snap.order)
+    got = guest.filter(CycleState(), p, snap, snap.order)
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        assert np.array_equal(got.code, want.code)
+        assert [got.reasons[i] for i in got.reason] == [want.reasons[i] for i in want.reason]
+    state = CycleState()
+    tree.pre_score(state, p, snap, snap.order)
+    want_scores = tree.normalize_score(state, p, snap, snap.order, tree.score(state, p, snap, snap.order))
+    got_scores = guest.normalize_score(
+        CycleState(), p, snap, snap.order, guest.score(CycleState(), p, snap, snap.order)
+    )
+    assert got_scores.tolist() == want_scores.tolist()

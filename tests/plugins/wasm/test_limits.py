@@ -16,6 +16,7 @@ from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.interface import PluginError
 from harmonic.framework.snapshot import Snapshot
 from harmonic.plugins.wasm.args import WasmPluginArgs
+from harmonic.plugins.wasm.guest import EpochClock
 from harmonic.plugins.wasm.plugin import TEMPLATE
 from harmonic.testing import node, pod
 from harmonic.testing.harness import Harness
@@ -188,3 +189,38 @@ def test_filter_rejecting_all_nodes_by_status(wat: Callable[[str], str]) -> None
     snap = _nodes()
     v = pl.filter(CycleState(), parse_pod(pod("p").obj()), snap, snap.order)
     assert np.all(v.code == 3)
+
+
+def test_the_epoch_catches_up_after_a_late_wakeup() -> None:
+    # A ticker that sleeps 5 ms but wakes at these instants must have added one tick per 5 ms that
+    # passed (1, 3, 3, 18, 18), not one per wakeup (1, 2, 3, 4, 5): otherwise a loaded machine, whose
+    # ticker wakes late, stretches every callTimeout.
+    clock = EpochClock(start=0.0)
+    total, seen = 0, []
+    for t in (0.006, 0.0151, 0.0152, 0.0901, 0.0902):
+        total += clock.due(t)
+        seen.append(total)
+    assert seen == [1, 3, 3, 18, 18]
+
+
+_PRINTER = """(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "\\10") (data (i32.const 4) "\\02") (data (i32.const 16) "ok")
+  (data (i32.const 8) "\\20") (data (i32.const 12) "\\05") (data (i32.const 32) "oops!")
+  (func (export "prescore") (result i32)
+    (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 100))) (i32.const 0))
+  (func (export "filter") (result i32)
+    (drop (call $w (i32.const 2) (i32.const 8) (i32.const 1) (i32.const 100))) unreachable))"""
+
+
+def test_a_failed_call_carries_only_its_own_output(wat: Callable[[str], str]) -> None:
+    # prescore prints "ok" to stdout and succeeds; filter prints "oops!" to stderr and traps.
+    pl = _plugin(wat(_PRINTER))
+    snap = _nodes()
+    p = parse_pod(pod("p").obj())
+    for _ in range(3):
+        assert pl.pre_score(CycleState(), p, snap, snap.order) is None
+    with pytest.raises(PluginError) as e:
+        pl.filter(CycleState(), p, snap, snap.order)
+    assert str(e.value).endswith("instruction executed\noops!")
