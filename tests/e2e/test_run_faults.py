@@ -132,6 +132,12 @@ def test_scheduling_resumes_after_etcd_is_wiped(
     # the restart it keeps serving lists from its watch cache of the old one: a pod created after the
     # wipe is not listed). resourceVersions start again from the beginning.
     control_plane.wipe_etcd()
+    # The session's other clients of the old etcd (kube-scheduler, kube-controller-manager) restart too,
+    # as the restore procedure says, so later tests find them working.
+    for other in control_plane.schedulers:
+        other.stop()
+        other.start()
+    control_plane.stop_controller_manager()  # the ``controllers`` fixture starts it again on demand
     # What an operator restoring the cluster re-creates: Harmonic's install, the namespace, the nodes
     # (the session's install is re-applied in place, so later tests find it).
     HarmonicInstall.apply(control_plane, MANIFEST, h.install.folder)
