@@ -211,6 +211,11 @@ class KubeClient:
             "reason": reason,
             "message": truncate_note(message),
         }
+        # The generation judged, as kube-scheduler records it (PodObservedGenerationTracking, on by
+        # default since 1.34); servers before 1.33 give pods no generation, and then none is sent.
+        generation = int((latest.get("metadata") or {}).get("generation") or 0)
+        if generation:
+            cond["observedGeneration"] = generation
         old = next(
             (
                 c

@@ -357,11 +357,18 @@ def _status_at(out: FilterOutcome, i: int) -> Status | None:
     )
 
 
+#: DisruptionTarget reasons of a preemption victim: kube-scheduler's (it patches the condition, then
+#: deletes) and the Eviction API's, which Harmonic preempts through (the server sets that reason).
+_PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "EvictionByEvictionAPI"})
+
+
 def _terminating_by_preemption(pod: Pod) -> bool:
-    """Being deleted, with a DisruptionTarget condition saying the scheduler preempted it."""
+    """Being deleted, with a DisruptionTarget condition saying a scheduler preempted it. A pod evicted
+    by someone else also counts: the preemptor then waits for a node that is freeing up anyway,
+    rather than evicting more pods elsewhere."""
     if not pod.deleting:
         return False
     for cond in (pod.raw.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "DisruptionTarget":
-            return bool(cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler")
+            return bool(cond.get("status") == "True" and cond.get("reason") in _PREEMPTION_REASONS)
     return False

@@ -26,7 +26,7 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   404 for a missing pod; the node is *not* checked, as the real server does not), ``pods/eviction``
   (policy/v1; 429 when a PodDisruptionBudget has no disruptions allowed, decrementing it otherwise;
   PDBs are ignored for Pending, terminal or terminating pods, as upstream does), ``pods/resize``
-  (Kubernetes 1.33's in-place resize with the kubelet's ``PodResizePending`` answer:
+  (kube-apiserver 1.36's in-place resize with the kubelet's ``PodResizePending`` answer:
   ``harmonic.testing.resize``), ``status`` on every
   object (PUT, or PATCH with merge or strategic-merge patches: ``conditions`` merge on ``type``).
 - **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases,
@@ -653,28 +653,29 @@ class _State:
 
     def resize(self, ns: str, name: str, patch: Any, kind: str) -> Obj:
         """PATCH ``pods/<name>/resize`` (``harmonic.testing.resize``: validation and the kubelet)."""
-        from harmonic.testing.resize import ResizeInvalid, actuate, validate
+        from harmonic.testing.resize import ResizeInvalid, actuate, resized, validate
 
         pods = _BY_ID["pods"]
         old = self.get(pods, ns, name)
         if not isinstance(patch, dict):
             raise ApiError(400, "BadRequest", "patch body must be a JSON object")
         fn = strategic_merge_patch if kind == "strategic" else merge_patch
-        new = copy.deepcopy(fn(old, {"spec": patch.get("spec") or {}}))
+        new = resized(old, fn(old, {"spec": patch.get("spec") or {}}))
         try:
             validate(old, new)
         except ResizeInvalid as e:
             raise ApiError(422, "Invalid", f'Pod "{name}" is invalid: {e}') from None
-        node_name = old["spec"]["nodeName"]
-        node = self.objects[_BY_ID["nodes"].id].get(node_name)
-        others = [
-            p
-            for k, p in self.objects[pods.id].items()
-            if k != self.key(ns, name)
-            and (p.get("spec") or {}).get("nodeName") == node_name
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        new = actuate(new, old, node, others)
+        node_name = (old.get("spec") or {}).get("nodeName")
+        if node_name:  # else no kubelet answers
+            node = self.objects[_BY_ID["nodes"].id].get(node_name)
+            others = [
+                p
+                for k, p in self.objects[pods.id].items()
+                if k != self.key(ns, name)
+                and (p.get("spec") or {}).get("nodeName") == node_name
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ]
+            new = actuate(new, old, node, others)
         new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         return self._commit(pods, old, new) or new
 

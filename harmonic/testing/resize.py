@@ -1,18 +1,21 @@
 """The ``pods/resize`` subresource of the API-server test double, with the kubelet's answer.
 
-As the API server of Kubernetes 1.33 (KEP-1287, in-place pod resize, beta): a PATCH of
-``pods/<name>/resize`` may change only the CPU and memory ``requests``/``limits`` of containers; any
-other change is 422 Invalid, as are a change of QoS class, adding or removing a request or limit, a
-resize of a pod that is not running on a node or is terminating, and lowering a memory limit while the
-container's memory ``resizePolicy`` is ``NotRequired`` (1.33 forbids it).
+As kube-apiserver 1.36 answers it (KEP-1287, in-place pod resize; checked against the real server by
+tests/e2e/test_feedback_resize.py): a PATCH of ``pods/<name>/resize`` keeps only the containers'
+``resources`` and ``resizePolicy`` of the patched pod (any other change is dropped without an error);
+it is 422 Invalid when a resource other than CPU and memory or a ``resizePolicy`` changes, when a CPU or
+memory request or limit is removed, or when the QoS class would change. A pod not yet bound, one
+terminating, and a memory limit lowered under ``resizePolicy: NotRequired`` are all accepted (1.33
+refused the last; 1.34 allows it).
 
-The kubelet's part happens at once: a pod whose new requests exceed its node's allocatable gets the
-condition ``PodResizePending`` with reason ``Infeasible``; one whose new requests do not fit beside the
-other pods on the node gets ``PodResizePending``/``Deferred``; otherwise the resize is actuated —
-``status.containerStatuses[*].resources`` and ``allocatedResources`` follow the spec, a container whose
-changed resource has ``resizePolicy: RestartContainer`` restarts (``restartCount`` + 1) — and no
-resize condition remains. (The real kubelet shows ``PodResizeInProgress`` while it actuates; the
-double actuates in the same request, so that condition is never seen.)
+The kubelet's part happens at once, for a pod bound to a node: a pod whose new requests exceed its
+node's allocatable gets the condition ``PodResizePending`` with reason ``Infeasible``; one whose new
+requests do not fit beside the other pods on the node gets ``PodResizePending``/``Deferred``; otherwise
+the resize is actuated — ``status.containerStatuses[*].resources`` and ``allocatedResources`` follow the
+spec, a container whose changed resource has ``resizePolicy: RestartContainer`` restarts
+(``restartCount`` + 1) — and no resize condition remains. (The real kubelet shows
+``PodResizeInProgress`` while it actuates; the double actuates in the same request, so that condition
+is never seen.) An unbound pod has no kubelet: its status is left alone.
 """
 
 from __future__ import annotations
@@ -51,64 +54,57 @@ def _qos(pod: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _strip_resources(pod: Mapping[str, Any]) -> Obj:
-    out = copy.deepcopy(dict(pod))
+def resized(old: Mapping[str, Any], patched: Mapping[str, Any]) -> Obj:
+    """What the resize subresource keeps of a patched pod: ``old`` with each container's ``resources``
+    and ``resizePolicy`` taken from ``patched``; every other change in the patch is dropped silently
+    (kube-apiserver 1.36 answers 200 to a resize that also changes an image or a label, and keeps
+    neither). A request removed where a limit is set is defaulted back to the limit, as on create."""
+    out = copy.deepcopy(dict(old))
+    by_name = {c.get("name"): c for c in (patched.get("spec") or {}).get("containers") or ()}
     for c in (out.get("spec") or {}).get("containers") or ():
-        c.pop("resources", None)
-    out.pop("status", None)
-    out.pop("metadata", None)
+        src = by_name.get(c.get("name"))
+        if src is None:
+            continue
+        for key in ("resources", "resizePolicy"):
+            if src.get(key) is not None:
+                c[key] = copy.deepcopy(src[key])
+            else:
+                c.pop(key, None)
+        res = c.get("resources") or {}
+        limits = res.get("limits") or {}
+        if limits:  # defaulted as on create: a request left out is its limit
+            res["requests"] = {**limits, **(res.get("requests") or {})}
     return out
 
 
 def validate(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-    spec = old.get("spec") or {}
-    if not spec.get("nodeName"):
-        raise ResizeInvalid("spec: Forbidden: pod resize is only allowed for pods bound to a node")
-    if (old.get("metadata") or {}).get("deletionTimestamp"):
-        raise ResizeInvalid("metadata.deletionTimestamp: Forbidden: the pod is terminating")
-    if _strip_resources(old) != _strip_resources(new):
-        raise ResizeInvalid("spec: Forbidden: only cpu and memory resources of containers may be changed")
-    old_c = {c.get("name"): c for c in spec.get("containers") or ()}
+    """Refuse what kube-apiserver 1.36 refuses (422), with its messages. It accepts a resize of a pod
+    not yet bound or already terminating, lowering a memory limit whatever the resize policy, and
+    adding a request or limit that keeps the QoS class."""
+    old_c = {c.get("name"): c for c in (old.get("spec") or {}).get("containers") or ()}
     for i, c in enumerate((new.get("spec") or {}).get("containers") or ()):
-        before = (old_c.get(c.get("name")) or {}).get("resources") or {}
+        prior = old_c.get(c.get("name")) or {}
+        before = prior.get("resources") or {}
         after = c.get("resources") or {}
+        if (prior.get("resizePolicy") or []) != (c.get("resizePolicy") or []) or any(
+            _others(before.get(part)) != _others(after.get(part)) for part in ("requests", "limits")
+        ):
+            raise ResizeInvalid("spec: Forbidden: only cpu and memory resources are mutable")
         for part in ("requests", "limits"):
-            b, a = before.get(part) or {}, after.get(part) or {}
-            others_a = {k: v for k, v in a.items() if k not in _RESOURCES}
-            if others_a != {k: v for k, v in b.items() if k not in _RESOURCES}:
+            gone = set(before.get(part) or {}) - set(after.get(part) or {})
+            if gone & set(_RESOURCES):
                 raise ResizeInvalid(
-                    f"spec.containers[{i}].resources.{part}: Forbidden: only cpu and memory may change"
-                )
-            if set(a) & set(_RESOURCES) != set(b) & set(_RESOURCES):
-                raise ResizeInvalid(
-                    f"spec.containers[{i}].resources.{part}: Forbidden: resource {part} may not be added or removed"
-                )
-        lim_b = (before.get("limits") or {}).get("memory")
-        lim_a = (after.get("limits") or {}).get("memory")
-        if lim_b is not None and lim_a is not None and _bytes(lim_a) < _bytes(lim_b):
-            policy = next(
-                (
-                    p.get("restartPolicy")
-                    for p in c.get("resizePolicy") or ()
-                    if p.get("resourceName") == "memory"
-                ),
-                "NotRequired",
-            )
-            if policy != "RestartContainer":
-                raise ResizeInvalid(
-                    f"spec.containers[{i}].resources.limits.memory: Forbidden: memory limits cannot be "
-                    "decreased unless resizePolicy is RestartContainer"
+                    f"spec.containers[{i}].resources.{part}: Forbidden: resource {part} cannot be removed"
                 )
     if _qos(old) != _qos(new):
         raise ResizeInvalid(
-            f"spec: Invalid value: Pod QoS Class may not change as a result of resizing ({_qos(old)} -> {_qos(new)})"
+            f'spec: Invalid value: "{_qos(old)}": Pod QOS Class may not change as a result of resizing'
         )
 
 
-def _bytes(text: Any) -> float:
-    from harmonic.api.quantity import parse_quantity, value
-
-    return float(value(parse_quantity(text)))
+def _others(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The resources other than cpu and memory (which a resize may not change)."""
+    return {k: v for k, v in (values or {}).items() if k not in _RESOURCES}
 
 
 def _now() -> str:

@@ -60,6 +60,8 @@ def test_schedules_writes_events_and_conditions(api: ApiServerDouble, start_sche
     assert sched["action"] == "Binding" and sched["type"] == "Normal"
     assert cond["type"] == "PodScheduled" and cond["status"] == "False"
     assert cond["reason"] == "Unschedulable" and cond["message"] == ev["note"]
+    # The pod generation judged, as kube-scheduler 1.34+ records it (PodObservedGenerationTracking).
+    assert cond["observedGeneration"] == api.get("pods", "too-big", "default")["metadata"]["generation"]
     assert "not-ours" not in {k.split("/")[1] for k in api.pod_placement()}
     # The status patch did not send the pod round again: one attempt, one event, one patch.
     assert api.stats().requests["patch pods/status"] == 1

@@ -143,16 +143,10 @@ def test_growth_beyond_the_node_is_infeasible_and_beyond_free_room_deferred(
 @pytest.mark.parametrize(
     ("pod", "patch", "field"),
     [
-        (_pod("a"), {"spec": {"containers": [{"name": "app", "image": "other:2"}]}}, "only cpu and memory"),
         (
             _pod("a", cpu="1", memory="1Gi", limits={"cpu": "1", "memory": "1Gi"}),
             {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}},
-            "QoS Class may not change",
-        ),
-        (
-            _pod("a", limits={"memory": "4Gi"}),
-            {"spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "3Gi"}}}]}},
-            "limits.memory",
+            'spec: Invalid value: "Guaranteed": Pod QOS Class may not change',
         ),
         (
             _pod("a"),
@@ -161,16 +155,30 @@ def test_growth_beyond_the_node_is_infeasible_and_beyond_free_room_deferred(
                     "containers": [{"name": "app", "resources": {"requests": {"ephemeral-storage": "1Gi"}}}]
                 }
             },
-            "resources.requests",
+            "spec: Forbidden: only cpu and memory resources are mutable",
         ),
         (
-            _pod("a", node_name=None),
-            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}},
-            "bound to a node",
+            _pod("a"),
+            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"memory": None}}}]}},
+            "resources.requests: Forbidden: resource requests cannot be removed",
+        ),
+        (
+            _pod("a", policy={"cpu": "NotRequired"}),
+            {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}],
+                        }
+                    ]
+                }
+            },
+            "spec: Forbidden: only cpu and memory resources are mutable",
         ),
     ],
 )
-def test_the_api_server_refuses_what_1_33_refuses(
+def test_the_api_server_refuses_what_1_36_refuses(
     api: ApiServerDouble, transport: Transport, pod: dict[str, Any], patch: dict[str, Any], field: str
 ) -> None:
     _setup(api, pod)
@@ -185,6 +193,57 @@ def test_the_api_server_refuses_what_1_33_refuses(
     assert err.value.code == 422
     assert field in err.value.message
     assert _get(api, "a")["spec"] == before["spec"]
+
+
+@pytest.mark.parametrize(
+    ("pod", "patch", "resources", "image"),
+    [
+        # Changes beside the resources are dropped without an error.
+        (
+            _pod("a"),
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "app", "image": "other:2", "resources": {"requests": {"cpu": "2"}}}
+                    ]
+                }
+            },
+            {"requests": {"cpu": "2", "memory": "3Gi"}},
+            "example/app:1",
+        ),
+        # A memory limit may fall under NotRequired (1.33 refused it).
+        (
+            _pod("a", limits={"memory": "4Gi"}),
+            {"spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "3Gi"}}}]}},
+            {"requests": {"cpu": "3", "memory": "3Gi"}, "limits": {"memory": "3Gi"}},
+            "example/app:1",
+        ),
+        # A pod not yet bound: accepted, and no kubelet answers.
+        (
+            _pod("a", node_name=None),
+            {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}]}},
+            {"requests": {"cpu": "1", "memory": "3Gi"}},
+            "example/app:1",
+        ),
+    ],
+)
+def test_the_api_server_accepts_what_1_36_accepts(
+    api: ApiServerDouble,
+    transport: Transport,
+    pod: dict[str, Any],
+    patch: dict[str, Any],
+    resources: dict[str, Any],
+    image: str,
+) -> None:
+    _setup(api, pod)
+    transport.request(
+        "PATCH",
+        object_path("v1", "pods", "default", "a") + "/resize",
+        body=patch,
+        content_type=STRATEGIC_MERGE_PATCH,
+    )
+    (c,) = _get(api, "a")["spec"]["containers"]
+    assert (c["resources"], c["image"]) == (resources, image)
 
 
 def test_memory_limit_may_fall_with_restart_container(api: ApiServerDouble, transport: Transport) -> None:

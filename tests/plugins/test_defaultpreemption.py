@@ -544,3 +544,31 @@ def test_preemption_evicts_only_lower_priority_pods_that_make_room_and_spares_bu
         snap.remove_pod(v, target)
     out, st = fw.run_filters_with_nominated_pods(state, preemptor, snap, np.asarray([snap.slot(target)]))
     assert st is None and out.codes[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("deleting", "reason", "waits"),
+    [
+        (True, "PreemptionByScheduler", True),  # kube-scheduler's victim (patched, then deleted)
+        (True, "EvictionByEvictionAPI", True),  # Harmonic's victim: evicted, the server sets this reason
+        (True, "DeletionByTaintManager", False),
+        (False, "EvictionByEvictionAPI", False),  # marked, not yet terminating
+        (True, None, False),
+    ],
+)
+def test_a_victim_terminating_on_the_nominated_node_is_recognised(
+    deleting: bool, reason: str | None, waits: bool
+):
+    """PodEligibleToPreemptOthers waits for such victims; Harmonic preempts through the Eviction API, so
+    the real server marks its victims EvictionByEvictionAPI (tests/e2e/test_run_scheduling: without
+    this, a retried preemptor evicted a second pod elsewhere while its first victim terminated)."""
+    from harmonic.plugins.defaultpreemption import _terminating_by_preemption
+
+    raw = pod("victim").obj()
+    if deleting:
+        raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if reason:
+        raw.setdefault("status", {})["conditions"] = [
+            {"type": "DisruptionTarget", "status": "True", "reason": reason}
+        ]
+    assert _terminating_by_preemption(parse_pod(raw)) is waits
