@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harmonic import __version__
+from harmonic.cluster.secureport import SecureServing, secure_serving_options
+from harmonic.endpoint import Endpoint, endpoint_options
 from harmonic.feedback import MODEL_PATH
 from harmonic.feedback.cli import (
     LiveFeedback,
@@ -499,19 +501,7 @@ def graph(
     "(kubeconfig, qps, burst) are honoured.",
 )
 @_cluster_options
-@click.option(
-    "--bind-address",
-    default="0.0.0.0",
-    show_default=True,
-    help="Address of the /metrics, /healthz, /livez and /readyz endpoints (plain HTTP).",
-)
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(0, 65535),
-    default=10259,
-    show_default=True,
-    help="Their port (0: none).",
-)
+@secure_serving_options
 @click.option("--identity", default=None, help="Leader-election identity (default: hostname_uuid).")
 @_log_format_option
 @click.option(
@@ -528,8 +518,7 @@ def run(
     config_path: str,
     kubeconfig: str | None,
     context: str | None,
-    bind_address: str,
-    metrics_port: int,
+    secure_serving: SecureServing,
     identity: str | None,
     log_format: str,
     sync_timeout: float | None,
@@ -608,22 +597,31 @@ def run(
         if fb.intake is not None:
             post_routes[FEEDBACK_PATH] = fb.post_route
     server = None
-    if metrics_port:
+    if secure_serving.port:
+        bind, port = secure_serving.bind_address, secure_serving.port
+        try:
+            tls, auth = secure_serving.build(transport)
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
         try:
             server = HealthServer(
-                bind_address,
-                metrics_port,
+                bind,
+                port,
                 lambda: live.metrics.exposition() + signals_exposition(),
                 live.health_checks(),
                 live.ready_checks(),
                 routes,
                 post_routes,
                 notes=FRESHNESS.notes,
+                tls=tls,
+                auth=auth,
             )
         except OSError as e:
-            click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
+            click.echo(f"error: cannot listen on {bind}:{port}: {e.strerror}", err=True)
             sys.exit(1)
         server.start()
+        log.info("serving securely", extra={"address": f"https://{bind}:{server.port}"})
     StopOnSignal(live.stop).install()
     for svc in [*graphs.values(), *usage.values()]:
         svc.start()
@@ -698,8 +696,8 @@ def _read_token(path: str | None) -> str | None:
 )
 @click.option(
     "--url",
-    help="A running `harmonic run` (its --metrics-port) or `harmonic extender` started with "
-    "--decisions-buffer N, e.g. http://127.0.0.1:10259.",
+    help="A running `harmonic run` (its --secure-port, e.g. https://127.0.0.1:10259) or `harmonic "
+    "extender` started with --decisions-buffer N.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Loopback port.")
 @click.option(
@@ -707,13 +705,9 @@ def _read_token(path: str | None) -> str | None:
     type=click.Path(exists=True, dir_okay=False),
     help="Require this bearer token (read from the file) on every page; open the printed URL to log in.",
 )
-@click.option(
-    "--url-token-file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Bearer token for --url (an extender started with --token-file).",
-)
+@endpoint_options
 def ui(
-    report_dir: str | None, url: str | None, port: int, token_file: str | None, url_token_file: str | None
+    report_dir: str | None, url: str | None, port: int, token_file: str | None, endpoint: Endpoint
 ) -> None:
     """Explore scheduling decisions in the browser: each pod's Filter verdicts and Score plugin scores
     per node, pending pods by reason, the affinity graph over time, and the simulation's metrics.
@@ -732,7 +726,7 @@ def ui(
         source = (
             ReportSource(report_dir)
             if report_dir is not None
-            else LiveSource(url or "", _read_token(url_token_file))
+            else LiveSource(url or "", endpoint.token, verify=endpoint.verify)
         )
         source.info()
     except SourceError as e:

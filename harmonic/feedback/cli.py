@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harmonic import safeyaml
+from harmonic.endpoint import Endpoint, endpoint_options
 from harmonic.feedback import MODEL_PATH
 
 if TYPE_CHECKING:
@@ -223,6 +224,7 @@ def live_feedback(
 @click.option("--seed", type=int, default=None)
 @click.option("--explain", "workload", metavar="NAMESPACE/NAME", default=None, help="Explain one workload.")
 @click.option("--json", "as_json", is_flag=True, help="Print the model as JSON.")
+@endpoint_options
 def model(
     url: str | None,
     scenario: str | None,
@@ -231,10 +233,11 @@ def model(
     seed: int | None,
     workload: str | None,
     as_json: bool,
+    endpoint: Endpoint,
 ) -> None:
     """Print the dissonance model the feedback loop learnt, against the prior, with confidence.
 
-    From a running `harmonic run` (URL of its metrics port, e.g. http://127.0.0.1:10259) or extender
+    From a running `harmonic run` (URL of its secure port, e.g. https://127.0.0.1:10259, with --url-token-file) or extender
     (its URL), which serve it at /debug/model; or from a simulation (--scenario with a `feedback:` key,
     --config for the profiles).
     """
@@ -242,7 +245,11 @@ def model(
         raise click.UsageError("give a URL or --scenario")
     from harmonic.feedback.report import explain, render
 
-    state = _from_url(url) if url is not None else _from_simulation(scenario or "", configs, profile, seed)
+    state = (
+        _from_url(url, endpoint)
+        if url is not None
+        else _from_simulation(scenario or "", configs, profile, seed)
+    )
     if as_json:
         click.echo(json.dumps(state, indent=2))
         return
@@ -256,12 +263,12 @@ def model(
         sys.exit(1)
 
 
-def _from_url(url: str) -> dict[str, Any]:
+def _from_url(url: str, endpoint: Endpoint) -> dict[str, Any]:
     import httpx
 
     target = url.rstrip("/") + MODEL_PATH
     try:
-        resp = httpx.get(target, timeout=10)
+        resp = httpx.get(target, timeout=10, headers=endpoint.headers, verify=endpoint.verify)
     except httpx.HTTPError as e:
         click.echo(f"error: {target}: {e}", err=True)
         sys.exit(1)
