@@ -9,7 +9,6 @@ would decide, because both run the same placement simulation.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -21,7 +20,9 @@ import yaml
 
 from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
+from harmonic.durations import Duration
 from harmonic.framework.config import ConfigError, Profile
+from harmonic.output import emit, output_option
 from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
@@ -78,6 +79,7 @@ def as_json(result: RunResult) -> dict[str, Any]:
 @click.command()
 @click.option(
     "--policy",
+    "--policy-config-file",  # descheduler's name
     "policy_path",
     required=True,
     type=click.Path(dir_okay=False),
@@ -100,8 +102,13 @@ def as_json(result: RunResult) -> dict[str, Any]:
 )
 @click.option("--once", is_flag=True, help="Run one cycle and exit.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
-@click.option("--json", "as_json_flag", is_flag=True, help="Print the plan as JSON (with --once).")
+@output_option(("json", "yaml"), json_help="Same as -o json (with --once).")
 @click.option("--interval", default="2m", show_default=True, help="Time between cycles (Go duration).")
+@click.option(
+    "--descheduling-interval",
+    default=None,
+    help="descheduler's flag: the same as --interval, and 0 (its default) runs one cycle, as --once.",
+)
 @click.option(
     "--max-evictions-per-run",
     type=click.IntRange(min=0),
@@ -110,10 +117,10 @@ def as_json(result: RunResult) -> dict[str, Any]:
 )
 @click.option(
     "--cooldown",
-    type=float,
-    default=600.0,
+    type=Duration(),
+    default="10m",
     show_default=True,
-    help="Seconds before a moved pod may move again.",
+    help="How long before a moved pod may move again (Go duration or seconds).",
 )
 @click.option(
     "--now",
@@ -133,7 +140,12 @@ def as_json(result: RunResult) -> dict[str, Any]:
 )
 @click.option("--lease-namespace", default="kube-system", show_default=True)
 @click.option(
-    "--bind", "bind_address", default="0.0.0.0", show_default=True, help="Address of /metrics and /healthz."
+    "--bind-address",
+    "--bind",
+    "bind_address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of /metrics and /healthz (--bind: the older name).",
 )
 @click.option(
     "--port",
@@ -149,8 +161,9 @@ def reschedule(
     manifests: tuple[str, ...],
     once: bool,
     dry_run: bool,
-    as_json_flag: bool,
+    output: str | None,
     interval: str,
+    descheduling_interval: str | None,
     max_evictions_per_run: int | None,
     cooldown: float,
     now: float | None,
@@ -171,6 +184,12 @@ def reschedule(
     from harmonic.plugins.registry import default_registry
     from harmonic.startup import prepare
 
+    if descheduling_interval is not None:
+        interval = descheduling_interval
+        try:
+            once = once or parse_duration(interval) == 0
+        except ValueError as e:
+            raise click.UsageError(f"--descheduling-interval: {e}") from None
     if manifests and not (once and dry_run):
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
@@ -195,7 +214,10 @@ def reschedule(
     options = RunOptions(max_evictions_per_run, cooldown)
     if state is not None:
         result = run_once(policy, state, prof, default_registry(), options=options)
-        click.echo(json.dumps(as_json(result), indent=2) if as_json_flag else table(result))
+        if output is None:
+            click.echo(table(result))
+        else:
+            emit(as_json(result), output)
         return
     _live(
         policy,
@@ -204,7 +226,7 @@ def reschedule(
         options,
         dry_run,
         once,
-        as_json_flag,
+        output,
         every,
         kubeconfig,
         context,
@@ -222,7 +244,7 @@ def _live(
     options: RunOptions,
     dry_run: bool,
     once: bool,
-    as_json_flag: bool,
+    output: str | None,
     every: float,
     kubeconfig: str | None,
     context: str | None,
@@ -276,7 +298,10 @@ def _live(
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
         assert report.result is not None
-        click.echo(json.dumps(as_json(report.result), indent=2) if as_json_flag else table(report.result))
+        if output is None:
+            click.echo(table(report.result))
+        else:
+            emit(as_json(report.result), output)
         for plan, why in report.aborted:
             click.echo(f"plan {plan}: aborted: {why}", err=True)
         for e, why in report.failed:

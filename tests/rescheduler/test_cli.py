@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harmonic.cli import main
@@ -71,3 +72,26 @@ def test_bad_policy_is_one_line_naming_the_field(tmp_path):
     r = CliRunner().invoke(main, [*ARGS, "--policy", str(bad)])
     assert r.exit_code == 1
     assert "profiles[0].plugins.balance.enabled[0]: plugin 'Nope' is not registered" in r.output
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--policy", str(EXAMPLES / "make-room.yaml"), "--once", "--dry-run"],
+        # descheduler's names: --policy-config-file, and --descheduling-interval 0 (its default) is one cycle
+        ["--policy-config-file", str(EXAMPLES / "make-room.yaml"), "--descheduling-interval=0", "--dry-run"],
+        [
+            "--policy-config-file",
+            str(EXAMPLES / "make-room.yaml"),
+            "--descheduling-interval",
+            "0s",
+            "--dry-run",
+            "-v",
+        ],
+    ],
+)
+def test_descheduler_flags_are_aliases(flags: list[str]) -> None:
+    reference = CliRunner().invoke(main, [*ARGS, "--policy", str(EXAMPLES / "make-room.yaml"), "--json"])
+    got = CliRunner().invoke(main, [*[a for a in ARGS if a not in ("--once", "--dry-run")], *flags, "--json"])
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.stdout) == json.loads(reference.stdout)
