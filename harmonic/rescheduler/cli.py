@@ -101,6 +101,12 @@ def as_json(result: RunResult) -> dict[str, Any]:
     help="Read the cluster from these files instead of an API server (repeatable; dry runs only).",
 )
 @click.option("--once", is_flag=True, help="Run one cycle and exit.")
+@click.option(
+    "--no-churn-check",
+    is_flag=True,
+    help="descheduler's exact evictions: a pod evicted to move it goes without simulating where its "
+    "replacement lands, and without the cool-down.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @output_option(("json", "yaml"), json_help="Same as -o json (with --once).")
 @click.option("--interval", default="2m", show_default=True, help="Time between cycles (Go duration).")
@@ -160,6 +166,7 @@ def reschedule(
     profile: str | None,
     manifests: tuple[str, ...],
     once: bool,
+    no_churn_check: bool,
     dry_run: bool,
     output: str | None,
     interval: str,
@@ -211,7 +218,7 @@ def reschedule(
     if profile is not None and profile not in profiles:
         raise click.UsageError(f"--profile {profile!r}: no such profile (have {', '.join(profiles)})")
     prof = profiles[profile] if profile else cfg.profiles[0]
-    options = RunOptions(max_evictions_per_run, cooldown)
+    options = RunOptions(max_evictions_per_run, cooldown, churn_check=not no_churn_check)
     if state is not None:
         result = run_once(policy, state, prof, default_registry(), options=options)
         if output is None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from harmonic.cli import main
@@ -95,3 +96,33 @@ def test_descheduler_flags_are_aliases(flags: list[str]) -> None:
     got = CliRunner().invoke(main, [*[a for a in ARGS if a not in ("--once", "--dry-run")], *flags, "--json"])
     assert got.exit_code == 0, got.output
     assert json.loads(got.stdout) == json.loads(reference.stdout)
+
+
+@pytest.mark.parametrize("flags, evicted", [([], []), (["--no-churn-check"], ["default/a"])])
+def test_no_churn_check_gives_descheduler_s_evictions(
+    tmp_path: Path, flags: list[str], evicted: list[str]
+) -> None:
+    # both nodes carry a taint the pod does not tolerate: descheduler evicts it, Harmonic's churn check
+    # keeps it (its replacement would fit nowhere)
+    from tests.rescheduler.test_plugins import N, P
+
+    objs = [N("n1", taint=("dedicated", "gpu")), N("n2", taint=("dedicated", "gpu")), P("a", "n1")]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(objs))
+    pol = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [
+            {"name": "p", "plugins": {"deschedule": {"enabled": ["RemovePodsViolatingNodeTaints"]}}}
+        ],
+    }
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(pol))
+    argv = [
+        "reschedule",
+        "--policy",
+        str(tmp_path / "policy.yaml"),
+        "--manifests",
+        str(tmp_path / "cluster.yaml"),
+    ]
+    r = CliRunner().invoke(main, [*argv, "--once", "--dry-run", "--now", "1800000000", "-o", "json", *flags])
+    assert r.exit_code == 0, r.output
+    assert [e["pod"] for e in json.loads(r.stdout)["evictions"]] == evicted

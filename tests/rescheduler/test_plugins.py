@@ -389,3 +389,29 @@ def test_restore_zone_spread_args_are_validated():
 
     with pytest.raises(ValidationError, match=r"min_replicas|minReplicas"):
         RestoreZoneSpreadArgs.model_validate({"minReplicas": 1})
+
+
+@pytest.mark.parametrize(
+    "args, evictor, options, moved",
+    [
+        # descheduler's defaults: a pod is chosen only if it fits below the average (b1 is full)
+        ({}, None, RunOptions(), []),
+        # topologyBalanceNodeFit: false and the evictor's nodeFit false: descheduler evicts the pod
+        # although it fits nowhere (so the cluster autoscaler adds a node); Harmonic does too
+        ({"topologyBalanceNodeFit": False}, None, RunOptions(), [("a1", "")]),
+        ({"topologyBalanceNodeFit": False}, {"nodeFit": False}, RunOptions(), [("a1", "")]),
+        # the evictor's nodeFit: true keeps it, as descheduler's PreEvictionFilter
+        ({"topologyBalanceNodeFit": False}, {"nodeFit": True}, RunOptions(), []),
+        # without the churn check: descheduler's exact evictions, for either setting
+        ({"topologyBalanceNodeFit": False}, None, RunOptions(churn_check=False), [("a1", "")]),
+        ({}, None, RunOptions(churn_check=False), []),
+    ],
+)
+def test_topology_spread_evicts_a_pod_that_fits_nowhere_when_node_fit_is_off(
+    args: dict[str, Any], evictor: dict[str, Any] | None, options: RunOptions, moved: list[tuple[str, str]]
+) -> None:
+    nodes = [N("a1", zone="a"), N("b1", cpu="100m", zone="b")]
+    pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
+    pol = policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint", args, evictor))
+    r = run(pol, nodes + pods, options=options)
+    assert [(e.node, e.to) for e in r.log.evictions] == moved
