@@ -62,6 +62,8 @@ def table(result: RunResult) -> str:
         lines.append(f"nominate {n.pod.key} -> {n.node} ({n.plan})")
     for plan, outcome, detail in result.log.plans:
         lines.append(f"plan {plan or '-'}: {outcome}: {detail}")
+    for s in result.log.skipped:  # why a candidate stayed, so a dry run that evicts nothing says why
+        lines.append(f"kept {s.pod.key} ({s.plugin}): {s.reason}")
     lines.append(f"{len(result.log.evictions)} eviction(s), {len(result.log.skipped)} skipped")
     return "\n".join(lines)
 

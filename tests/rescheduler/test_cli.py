@@ -126,3 +126,52 @@ def test_no_churn_check_gives_descheduler_s_evictions(
     r = CliRunner().invoke(main, [*argv, "--once", "--dry-run", "--now", "1800000000", "-o", "json", *flags])
     assert r.exit_code == 0, r.output
     assert [e["pod"] for e in json.loads(r.stdout)["evictions"]] == evicted
+
+
+@pytest.mark.parametrize(
+    "plugin, objs, says",
+    [
+        (
+            "LowNodeUtilization",
+            [("n1", None), ("n2", None), ("a", "n1")],
+            "plan LowNodeUtilization: nothing to do: All nodes are underutilized, nothing to do here",
+        ),
+        (
+            "RemovePodsViolatingNodeTaints",
+            [("n1", ("dedicated", "gpu")), ("n2", ("dedicated", "gpu")), ("a", "n1")],
+            "kept default/a (RemovePodsViolatingNodeTaints): no churn: the replacement would fit on no node",
+        ),
+    ],
+)
+def test_a_dry_run_that_evicts_nothing_says_why(tmp_path: Path, plugin: str, objs: list, says: str) -> None:
+    from tests.rescheduler.test_plugins import N, P
+
+    manifests = []
+    for name, extra in objs:
+        if name.startswith("n"):
+            manifests.append(N(name, taint=extra) if extra else N(name))
+        else:
+            manifests.append(P(name, extra))
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(manifests))
+    config = (
+        [{"name": plugin, "args": {"thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 50}}}]
+        if plugin == "LowNodeUtilization"
+        else []
+    )
+    point = "balance" if plugin == "LowNodeUtilization" else "deschedule"
+    pol = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [{"name": "p", "pluginConfig": config, "plugins": {point: {"enabled": [plugin]}}}],
+    }
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(pol))
+    argv = [
+        "reschedule",
+        "--policy",
+        str(tmp_path / "policy.yaml"),
+        "--manifests",
+        str(tmp_path / "cluster.yaml"),
+    ]
+    r = CliRunner().invoke(main, [*argv, "--once", "--dry-run", "--now", "1800000000"])
+    assert r.exit_code == 0, r.output
+    assert says in r.stdout.splitlines()

@@ -415,3 +415,55 @@ def test_topology_spread_evicts_a_pod_that_fits_nowhere_when_node_fit_is_off(
     pol = policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint", args, evictor))
     r = run(pol, nodes + pods, options=options)
     assert [(e.node, e.to) for e in r.log.evictions] == moved
+
+
+@pytest.mark.parametrize(
+    "plugin, args, pods, why",
+    [
+        # 4-CPU nodes, 1-CPU pods: n1 at 75%, n2 at 25%, n3 at 0% unless stated
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 90}},
+            [("n1", 1), ("n2", 1), ("n3", 1)],
+            "No node is underutilized, nothing to do here, you might tune your thresholds further",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "numberOfNodes": 1},
+            [("n1", 3), ("n2", 1)],
+            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 50}},
+            [("n1", 1)],
+            "All nodes are underutilized, nothing to do here",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 80}},
+            [("n1", 3), ("n2", 1)],
+            "All nodes are under target utilization, nothing to do here",
+        ),
+        (
+            "HighNodeUtilization",
+            {"thresholds": {"cpu": 10}},
+            [("n1", 1), ("n2", 1), ("n3", 1)],
+            "No node is underutilized, nothing to do here, you might tune your thresholds further",
+        ),
+        (
+            "HighNodeUtilization",
+            {"thresholds": {"cpu": 30}},
+            [("n1", 1)],
+            "All nodes are underutilized, nothing to do here",
+        ),
+    ],
+)
+def test_node_utilization_says_why_it_evicts_nothing(
+    plugin: str, args: dict[str, Any], pods: list[tuple[str, int]], why: str
+) -> None:
+    objs = [N("n1"), N("n2"), N("n3")]
+    objs += [P(f"{n}-{i}", n) for n, count in pods for i in range(count)]
+    r = run(policy(profile("balance", plugin, args)), objs)
+    assert evicted(r) == []
+    assert (plugin, "nothing to do", why) in r.log.plans
