@@ -106,19 +106,27 @@ class SecureServing:
             except OSError as e:
                 raise ValueError(f"--client-ca-file {self.client_ca_file}: {e.strerror}") from None
         if not self.authentication_skip_lookup:
+            from harmonic.cluster.transport import ApiStatusError
+
             try:
                 data = (authn.request("GET", AUTH_CONFIGMAP) or {}).get("data") or {}
                 if data.get("client-ca-file"):
                     pems.append(data["client-ca-file"])
+            except ApiStatusError as e:
+                if e.code != 404:  # upstream: no ConfigMap is no client CA, silently
+                    self._lookup_failed(e)
             except Exception as e:
-                if not self.authentication_tolerate_lookup_failure:
-                    raise ValueError(f"cannot read {AUTH_CONFIGMAP}: {e}") from None
-                log.warning(
-                    "cannot read the API server's client CA; client certificates are not accepted "
-                    "(--authentication-skip-lookup silences this)",
-                    extra={"configmap": "kube-system/extension-apiserver-authentication", "error": str(e)},
-                )
+                self._lookup_failed(e)
         return "\n".join(pems) or None
+
+    def _lookup_failed(self, e: Exception) -> None:
+        if not self.authentication_tolerate_lookup_failure:
+            raise ValueError(f"cannot read {AUTH_CONFIGMAP}: {e}") from None
+        log.warning(
+            "cannot read the API server's client CA; client certificates are not accepted "
+            "(--authentication-skip-lookup silences this)",
+            extra={"configmap": "kube-system/extension-apiserver-authentication", "error": str(e)},
+        )
 
 
 def secure_serving_options(f: F) -> F:

@@ -249,3 +249,26 @@ def test_a_duration_that_is_not_one_is_refused() -> None:
 
     result = CliRunner().invoke(cmd, ["--authentication-token-webhook-cache-ttl=ten"])
     assert result.exit_code == 2 and "is not a duration" in result.output
+
+
+@pytest.mark.parametrize(
+    "tolerate, fault, outcome",
+    [
+        (True, None, "started"),  # no ConfigMap (404): no client CA, silently, as upstream
+        (False, None, "started"),
+        (True, 403, "started"),  # forbidden: a warning, and no client certificates
+        (False, 403, "refused"),
+    ],
+)
+def test_client_ca_lookup(
+    api: ApiServerDouble, transport: Transport, tolerate: bool, fault: int | None, outcome: str
+) -> None:
+    if fault is not None:
+        api.inject(status=fault, path="extension-apiserver-authentication")
+    settings = serving(authentication_skip_lookup=False, authentication_tolerate_lookup_failure=tolerate)
+    try:
+        settings.build(transport)
+        got = "started"
+    except ValueError:
+        got = "refused"
+    assert got == outcome
