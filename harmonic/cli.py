@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -12,6 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harmonic import __version__
+from harmonic.cluster.secureport import SecureServing, secure_serving_options
+from harmonic.durations import Duration
+from harmonic.endpoint import Endpoint, endpoint_options
 from harmonic.feedback import MODEL_PATH
 from harmonic.feedback.cli import (
     LiveFeedback,
@@ -25,6 +29,7 @@ from harmonic.feedback.cli import (
 )
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
+from harmonic.output import emit, output_option
 from harmonic.startup import COMMANDS, Command, Prepared
 
 if TYPE_CHECKING:
@@ -133,9 +138,39 @@ def _transport(
         sys.exit(1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+_VERBOSITY = re.compile(r"-v+|--verbose|--?v=(\d+)")
+
+
+class _Main(click.Group):
+    """kubectl, kube-scheduler and descheduler take ``-v`` anywhere on the line, and klog's ``-v=N`` /
+    ``--v=N``: those are moved before the subcommand (``--v=N``: 1 to 3 is ``-v``, 4 and up ``-vv``, as
+    klog's levels 4+ are debug)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        front: list[str] = []
+        rest: list[str] = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                rest += args[i:]
+                break
+            m = _VERBOSITY.fullmatch(arg)
+            if m is None:
+                rest.append(arg)
+            elif m.group(1) is None:
+                front.append(arg)
+            elif int(m.group(1)) > 0:
+                front.append("-vv" if int(m.group(1)) >= 4 else "-v")
+        return super().parse_args(ctx, [*front, *rest])
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harmonic")
-@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More log output (-v info, -vv debug); anywhere on the line, or --v=N.",
+)
 def main(verbose: int) -> None:
     """Harmonic: a Kubernetes scheduler with kube-scheduler's decisions, plus application harmony."""
     level = logging.WARNING - 10 * min(verbose, 2)
@@ -199,7 +234,9 @@ def main(verbose: int) -> None:
     help="Sweep: only print metrics matching this pattern (repeatable, e.g. 'cross_*').",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Also print metrics.json (sweep.json) to stdout.")
+@output_option(
+    ("json", "yaml"), json_help="Same as -o json: metrics.json (sweep.json) on stdout, the table on stderr."
+)
 @click.option(
     "--record-decisions",
     type=click.IntRange(min=1),
@@ -225,7 +262,7 @@ def simulate(
     address: str | None,
     metric_patterns: tuple[str, ...],
     no_progress: bool,
-    as_json: bool,
+    output: str | None,
     record_decisions: int | None,
 ) -> None:
     """Replay SCENARIO (default: the bundled multi-zone scenario) under each profile side by side.
@@ -250,7 +287,7 @@ def simulate(
             click.echo("error: --record-decisions records one run; it does not apply to --seeds", err=True)
             sys.exit(1)
         request = _SweepRequest(seeds, jobs, executor_name, address, metric_patterns)
-        _sweep(scenario, configs, topologies, user_rate, out_dir, request, no_progress, as_json)
+        _sweep(scenario, configs, topologies, user_rate, out_dir, request, no_progress, output)
         return
     if jobs is not None or address is not None or executor_name != "local" or metric_patterns:
         click.echo("error: --jobs, --executor, --address and --metric apply to a sweep (--seeds)", err=True)
@@ -274,7 +311,8 @@ def simulate(
         outcome = run_simulation(
             plan, runs, registry, None, lambda _name, n: bar.update(n), record_decisions=record_decisions
         )
-    click.echo(format_table(outcome.metrics))
+    # with -o, stdout is the document alone; the table still shows, on stderr
+    click.echo(format_table(outcome.metrics), err=output is not None)
     try:
         write(out_dir, outcome)
     except OSError as e:
@@ -288,8 +326,8 @@ def simulate(
             f"(explore them: harmonic ui --report {out_dir})",
             err=True,
         )
-    if as_json:
-        click.echo(json.dumps(outcome.metrics, indent=2))
+    if output is not None:
+        emit(outcome.metrics, output)
 
 
 @dataclass(frozen=True)
@@ -311,7 +349,7 @@ def _sweep(
     out_dir: str,
     req: _SweepRequest,
     no_progress: bool,
-    as_json: bool,
+    output: str | None,
 ) -> None:
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
@@ -351,15 +389,15 @@ def _sweep(
     except ExecutorUnavailable as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
-    click.echo(format_sweep_table(doc, req.metrics or None))
+    click.echo(format_sweep_table(doc, req.metrics or None), err=output is not None)
     try:
         path = write_sweep(out_dir, doc)
     except OSError as e:
         click.echo(f"error: --out {out_dir}: cannot write sweep.json: {e.strerror or e}", err=True)
         sys.exit(1)
     click.echo(f"sweep: {path}", err=True)
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
+    if output is not None:
+        emit(doc, output)
 
 
 def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -425,7 +463,7 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="How many edges to print.",
 )
 @click.option("--workload", help="Explain one workload (namespace/name): its peers and their shares.")
-@click.option("--json", "as_json", is_flag=True, help="Print the whole graph as JSON.")
+@output_option(json_help="Same as -o json: the whole graph.")
 def graph(
     prometheus_url: str | None,
     mesh: str,
@@ -438,9 +476,10 @@ def graph(
     weight_by: str,
     top_n: int,
     workload: str | None,
-    as_json: bool,
+    output: str | None,
 ) -> None:
-    """Build the affinity graph once from telemetry and print its strongest edges."""
+    """Build the affinity graph once from telemetry and print its strongest edges (-o wide: every
+    edge, with its weight; -o json|yaml: the whole graph)."""
     from harmonic.api.errors import ObjectError
     from harmonic.signals.graph import AffinityGraph, WeightBy
     from harmonic.signals.identity import WorkloadKey
@@ -466,9 +505,9 @@ def graph(
         for s in r.skipped[:5]:
             click.echo(f"warning: {src.name}: skipped {s}", err=True)
     empty = "error: the graph is empty: no source gave a signal"
-    if as_json:
+    if output in ("json", "yaml"):
         # The document is printed either way (it says what was read); an empty graph still fails.
-        click.echo(json.dumps(g.to_json(), indent=2))
+        emit(g.to_json(), output)
         if not g.edges():
             click.echo(empty, err=True)
             sys.exit(1)
@@ -476,15 +515,16 @@ def graph(
     if workload:
         click.echo(json.dumps(g.explain(WorkloadKey.parse(workload, namespace)), indent=2))
         return
-    edges = g.top_edges(top_n)
+    edges = g.top_edges(len(g.edges()) if output == "wide" else top_n)
     if not edges:
         click.echo(empty, err=True)
         sys.exit(1)
     width = max(len(edge["src"]) for edge in edges)
     click.echo(f"affinity graph v{g.version}: {len(g.edges())} edges; top {len(edges)} by {weight_by}")
     for edge in edges:
+        wide = f"  weight {edge['weight']:.3g}" if output == "wide" else ""
         click.echo(
-            f"  {edge['src']:<{width}} -> {edge['dst']}  {edge['requests_per_second']:.3g} req/s  {edge['bytes_per_second']:.3g} B/s"
+            f"  {edge['src']:<{width}} -> {edge['dst']}  {edge['requests_per_second']:.3g} req/s  {edge['bytes_per_second']:.3g} B/s{wide}"
         )
 
 
@@ -499,26 +539,15 @@ def graph(
     "(kubeconfig, qps, burst) are honoured.",
 )
 @_cluster_options
-@click.option(
-    "--bind-address",
-    default="0.0.0.0",
-    show_default=True,
-    help="Address of the /metrics, /healthz, /livez and /readyz endpoints (plain HTTP).",
-)
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(0, 65535),
-    default=10259,
-    show_default=True,
-    help="Their port (0: none).",
-)
+@secure_serving_options
 @click.option("--identity", default=None, help="Leader-election identity (default: hostname_uuid).")
 @_log_format_option
 @click.option(
     "--sync-timeout",
-    type=click.FloatRange(min=0),
+    type=Duration(),
     default=None,
-    help="Exit 1 if the informers have not listed everything within this many seconds (default: wait).",
+    help="Exit 1 if the informers have not listed everything within this time, a Go duration or seconds "
+    "(default: wait).",
 )
 @_decisions_option
 @feedback_options
@@ -528,8 +557,7 @@ def run(
     config_path: str,
     kubeconfig: str | None,
     context: str | None,
-    bind_address: str,
-    metrics_port: int,
+    secure_serving: SecureServing,
     identity: str | None,
     log_format: str,
     sync_timeout: float | None,
@@ -608,22 +636,31 @@ def run(
         if fb.intake is not None:
             post_routes[FEEDBACK_PATH] = fb.post_route
     server = None
-    if metrics_port:
+    if secure_serving.port:
+        bind, port = secure_serving.bind_address, secure_serving.port
+        try:
+            tls, auth = secure_serving.build(transport)
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
         try:
             server = HealthServer(
-                bind_address,
-                metrics_port,
+                bind,
+                port,
                 lambda: live.metrics.exposition() + signals_exposition(),
                 live.health_checks(),
                 live.ready_checks(),
                 routes,
                 post_routes,
                 notes=FRESHNESS.notes,
+                tls=tls,
+                auth=auth,
             )
         except OSError as e:
-            click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
+            click.echo(f"error: cannot listen on {bind}:{port}: {e.strerror}", err=True)
             sys.exit(1)
         server.start()
+        log.info("serving securely", extra={"address": f"https://{bind}:{server.port}"})
     StopOnSignal(live.stop).install()
     for svc in [*graphs.values(), *usage.values()]:
         svc.start()
@@ -698,8 +735,8 @@ def _read_token(path: str | None) -> str | None:
 )
 @click.option(
     "--url",
-    help="A running `harmonic run` (its --metrics-port) or `harmonic extender` started with "
-    "--decisions-buffer N, e.g. http://127.0.0.1:10259.",
+    help="A running `harmonic run` (its --secure-port, e.g. https://127.0.0.1:10259) or `harmonic "
+    "extender` started with --decisions-buffer N.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Loopback port.")
 @click.option(
@@ -707,13 +744,9 @@ def _read_token(path: str | None) -> str | None:
     type=click.Path(exists=True, dir_okay=False),
     help="Require this bearer token (read from the file) on every page; open the printed URL to log in.",
 )
-@click.option(
-    "--url-token-file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Bearer token for --url (an extender started with --token-file).",
-)
+@endpoint_options
 def ui(
-    report_dir: str | None, url: str | None, port: int, token_file: str | None, url_token_file: str | None
+    report_dir: str | None, url: str | None, port: int, token_file: str | None, endpoint: Endpoint
 ) -> None:
     """Explore scheduling decisions in the browser: each pod's Filter verdicts and Score plugin scores
     per node, pending pods by reason, the affinity graph over time, and the simulation's metrics.
@@ -732,7 +765,7 @@ def ui(
         source = (
             ReportSource(report_dir)
             if report_dir is not None
-            else LiveSource(url or "", _read_token(url_token_file))
+            else LiveSource(url or "", endpoint.token, verify=endpoint.verify)
         )
         source.info()
     except SourceError as e:
@@ -777,14 +810,21 @@ def config_check(path: str, command: Command) -> None:
 
 @config.command("show")
 @click.argument("path", required=False)
-def config_show(path: str | None) -> None:
+@click.option("-o", "--output", type=click.Choice(["json", "yaml"]), default=None, help="Output format.")
+def config_show(path: str | None, output: str | None) -> None:
     """Print the resolved profiles of PATH (or the default profile): plugins per extension point,
-    score weights and args after defaulting."""
+    score weights and args after defaulting. -o yaml|json: the whole KubeSchedulerConfiguration with
+    every default filled in, loadable as it is (as kube-scheduler's --write-config-to)."""
     try:
         cfg = _load(path)
     except ConfigError as e:
         click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
+    if output is not None:
+        from harmonic.framework.config_writer import to_v1
+
+        emit(to_v1(cfg), output)
+        return
     out: dict[str, Any] = {
         "percentageOfNodesToScore": cfg.percentage_of_nodes_to_score,
         "podInitialBackoffSeconds": cfg.pod_initial_backoff_seconds,
@@ -811,7 +851,14 @@ def config_show(path: str | None) -> None:
     help="KubeSchedulerConfiguration whose profile answers (default: kube-scheduler's default profile).",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8888, show_default=True)
-@click.option("--bind", "bind_address", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--bind-address",
+    "--bind",
+    "bind_address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (--bind: the older name).",
+)
 @click.option("--prefix", default="/scheduler", show_default=True, help="URL path before the verbs.")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS with this cert.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Private key of --tls-cert.")

@@ -26,6 +26,7 @@ import re
 import shlex
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -106,11 +107,13 @@ SMALL_DEFAULTS: dict[str, str] = {
 
 #: Long-running subcommands: how to tell they are up.
 SERVERS = {"run": "/readyz", "extender": "/readyz", "ui": "/"}
+#: Served over HTTPS (kube-scheduler's secure port, a self-signed certificate by default).
+HTTPS = {"run"}
 #: How each may end on SIGTERM. run and extender finish in-flight work and exit 0 (as the kubelet's
 #: SIGTERM wants); ui, a local tool with nothing in flight, may die of the signal.
 CLEAN_EXITS = {"run": {0}, "extender": {0}, "ui": {0, -signal.SIGTERM}}
 #: Each server's documented default port, and the flag that sets it.
-DEFAULT_PORTS = {"run": ("--metrics-port", 10259), "extender": ("--port", 8888), "ui": ("--port", 8765)}
+DEFAULT_PORTS = {"run": ("--secure-port", 10259), "extender": ("--port", 8888), "ui": ("--port", 8765)}
 DOCUMENTED_PORTS = (10259, 8888, 8765)
 
 BLOCKS = all_blocks()
@@ -259,7 +262,14 @@ class Server:
     """A long-running command started in the background."""
 
     def __init__(
-        self, command: str, port: int, probe: str, work: Path, env: dict[str, str], clean: set[int]
+        self,
+        command: str,
+        port: int,
+        probe: str,
+        work: Path,
+        env: dict[str, str],
+        clean: set[int],
+        https: bool = False,
     ) -> None:
         self.command = command
         self.clean = clean
@@ -268,7 +278,9 @@ class Server:
             self.proc = subprocess.Popen(
                 ["bash", "-c", f"exec {command}"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT
             )
-        self.url = f"http://127.0.0.1:{port}{probe}"
+        self.url = f"{'https' if https else 'http'}://127.0.0.1:{port}{probe}"
+        # The probe only asks whether it serves: the self-signed certificate is not what is tested.
+        self.tls = ssl._create_unverified_context() if https else None
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
@@ -276,7 +288,7 @@ class Server:
             if self.proc.poll() is not None:
                 pytest.fail(f"{self.command} exited {self.proc.returncode}:\n{self.output()}")
             try:
-                with urllib.request.urlopen(self.url, timeout=2) as r:
+                with urllib.request.urlopen(self.url, timeout=2, context=self.tls) as r:
                     if r.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
@@ -326,7 +338,7 @@ def _run_block(block: Block, work: Path, env: dict[str, str]) -> None:
                 if flag not in argv:
                     command = f"{command.split('#')[0].rstrip()} {flag} {ports[default]}"
                 port = int(_argv(command)[_argv(command).index(flag) + 1])
-                server = Server(command, port, SERVERS[sub], work, env, CLEAN_EXITS[sub])
+                server = Server(command, port, SERVERS[sub], work, env, CLEAN_EXITS[sub], sub in HTTPS)
                 servers.append(server)
                 server.wait_ready()
                 continue

@@ -1,17 +1,25 @@
 """The scheduler's HTTP endpoints: ``/metrics`` (Prometheus text format), ``/healthz``, ``/livez``,
-``/readyz``, and any extra GET routes the caller adds (``/debug/decisions``). Plain HTTP on a thread; each check is a callable returning None (ok) or the reason it fails,
+``/readyz``, and any extra GET routes the caller adds (``/debug/decisions``), on a thread. With a TLS
+context and a ``DelegatedAuth`` it is kube-scheduler's secure port: HTTPS, every request authenticated
+and authorized through the API server (``harmonic.cluster.delegated``) except the POST routes, which
+check their own credentials (the feedback intake's token). Each check is a callable returning None (ok) or the reason it fails,
 and a failing endpoint answers 500 with ``[-]name failed: reason`` lines, as Kubernetes components do.
 ``/readyz?verbose`` also lists the caller's notes (degraded optional signals), which never fail it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from harmonic.cluster.delegated import AUTHENTICATED, DelegatedAuth, User
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +43,11 @@ class HealthServer:
         routes: Mapping[str, Route] | None = None,
         post_routes: Mapping[str, PostRoute] | None = None,
         notes: Callable[[], list[str]] | None = None,
+        tls: ssl.SSLContext | None = None,
+        auth: DelegatedAuth | None = None,
     ) -> None:
         self._metrics = metrics
+        self._auth = auth
         #: Lines added to ``/readyz?verbose`` that never fail it (degraded optional signals).
         self._notes = notes
         self._routes = dict(routes or {})
@@ -45,17 +56,33 @@ class HealthServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # a client that stalls (or never finishes its TLS handshake) holds one thread, not forever
+            timeout = 60
+
             def do_GET(self) -> None:
-                server._serve(self)
+                if server._admitted(self):
+                    server._serve(self)
 
             def do_POST(self) -> None:
-                server._post(self)
+                if self.path.partition("?")[0] in server._post_routes or server._admitted(self):
+                    server._post(self)
 
             def log_message(self, format: str, *args: object) -> None:
                 return None
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                # failed TLS handshakes and clients gone mid-answer are the client's business
+                log.debug("request failed", extra={"client": str(client_address)}, exc_info=True)
+
+        self.httpd = Server((host, port), Handler)
+        if tls is not None:
+            # the handshake happens on the handler's thread (first read), not in the accept loop
+            self.httpd.socket = tls.wrap_socket(
+                self.httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread: threading.Thread | None = None
 
     @property
@@ -69,6 +96,33 @@ class HealthServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def _admitted(self, req: BaseHTTPRequestHandler) -> bool:
+        """Whether delegated authentication and authorization let the request through; if not, the
+        401/403 is answered here with kube-apiserver's Status body."""
+        if self._auth is None:
+            return True
+        denial = self._auth.check(
+            req.command,
+            req.path.partition("?")[0],
+            req.headers.get("Authorization") or "",
+            _cert_user(req),
+        )
+        if denial is None:
+            return True
+        reason = {401: "Unauthorized", 403: "Forbidden"}.get(denial.code, "InternalError")
+        status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": denial.message,
+            "reason": reason,
+            "details": {},
+            "code": denial.code,
+        }
+        self._reply(req, denial.code, json.dumps(status).encode(), "application/json")
+        return False
 
     def _serve(self, req: BaseHTTPRequestHandler) -> None:
         path, _, query = req.path.partition("?")
@@ -140,3 +194,25 @@ class HealthServer:
         req.send_header("Content-Length", str(len(body)))
         req.end_headers()
         req.wfile.write(body)
+
+
+def _cert_user(req: BaseHTTPRequestHandler) -> User | None:
+    """The user a verified client certificate names (CN; O as groups), as upstream's x509
+    authenticator; None without one (no client CA configured, or no certificate sent)."""
+    conn = req.connection
+    if not isinstance(conn, ssl.SSLSocket):
+        return None
+    cert = conn.getpeercert()
+    if not cert:
+        return None
+    name, groups = "", []
+    subject: Any = cert.get("subject", ())  # ((("commonName", "alice"),), (("organizationName", "ops"),))
+    for rdn in subject:
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None
+    return User(name, (*groups, AUTHENTICATED))

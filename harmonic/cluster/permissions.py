@@ -104,6 +104,14 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
     )
 
 
+#: ``harmonic run``'s secure port (``cluster.delegated``) uses the roles Kubernetes ships for
+#: delegated authentication, bound as kube-scheduler's are: (kind, namespace or "", role name).
+DELEGATED_AUTH_ROLES = (
+    ("ClusterRole", "", "system:auth-delegator"),  # tokenreviews, subjectaccessreviews: create
+    ("Role", "kube-system", "extension-apiserver-authentication-reader"),  # the client CA's ConfigMap
+)
+
+
 def reservation_permissions(lease_name: str) -> tuple[Permission, ...]:
     """Moved pods' reservations, kept in the ConfigMap ``<lease>-reservations`` beside the lease
     (``cluster.reservation_store``): create it, then read and rewrite only that one."""

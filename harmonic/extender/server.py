@@ -8,9 +8,10 @@ Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix``
   not the protocol's shape (the message names the field); 401 without the bearer token when one is
   configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
   an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
-- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced and its
-  informers can list and watch; ``?verbose`` also lists each signal, ok or degraded, which never fails it),
-  ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
+- ``GET /healthz`` and ``GET /livez`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has
+  synced and its informers can list and watch; ``?verbose`` also lists each signal, ok or degraded, which
+  never fails it), ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and
+  scrapes work.
 
 The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
 framework in the request path. Filter, prioritize and preempt run on one worker thread, one at a time
@@ -213,13 +214,13 @@ class ExtenderApp:
             code, body, ctype = self.model(scope.get("query_string", b"").decode())
             await _respond(send, code, body, content_type=ctype.encode())
             return
-        if path not in ("/healthz", "/readyz", "/metrics"):
+        if path not in ("/healthz", "/livez", "/readyz", "/metrics"):
             await _respond(send, 404, wire.encode_error(f"no route {path}"))
             return
         if method not in ("GET", "HEAD"):
             await _respond(send, 405, wire.encode_error(f"{path} takes GET"), [(b"allow", b"GET, HEAD")])
             return
-        if path == "/healthz":
+        if path in ("/healthz", "/livez"):  # /livez: Kubernetes components' liveness endpoint
             await _respond(send, 200, b"ok", content_type=b"text/plain")
         elif path == "/readyz":
             ready = self.extender.ready

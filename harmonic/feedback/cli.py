@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harmonic import safeyaml
+from harmonic.durations import Duration
+from harmonic.endpoint import Endpoint, endpoint_options
 from harmonic.feedback import MODEL_PATH
+from harmonic.output import emit, output_option
 
 if TYPE_CHECKING:
     from harmonic.feedback.service import FeedbackService, OnState
@@ -25,10 +28,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 def feedback_options(f: F) -> F:
     f = click.option(
         "--feedback-interval",
-        type=click.FloatRange(min=1),
-        default=60.0,
+        type=Duration(minimum=1),
+        default="60s",
         show_default=True,
-        help="Seconds between feedback rounds (reports learnt, model refreshed).",
+        help="Time between feedback rounds (reports learnt, model refreshed); a Go duration or seconds.",
     )(f)
     f = click.option(
         "--feedback-prometheus",
@@ -54,10 +57,10 @@ def rightsizing_options(f: F) -> F:
     )(f)
     f = click.option(
         "--feedback-rightsizing-interval",
-        type=click.FloatRange(min=1),
-        default=300.0,
+        type=Duration(minimum=1),
+        default="5m",
         show_default=True,
-        help="Seconds between right-sizing rounds.",
+        help="Time between right-sizing rounds; a Go duration or seconds.",
     )(f)
     f = click.option(
         "--feedback-rightsizing",
@@ -222,7 +225,8 @@ def live_feedback(
 )
 @click.option("--seed", type=int, default=None)
 @click.option("--explain", "workload", metavar="NAMESPACE/NAME", default=None, help="Explain one workload.")
-@click.option("--json", "as_json", is_flag=True, help="Print the model as JSON.")
+@output_option(("json", "yaml"), json_help="Same as -o json.")
+@endpoint_options
 def model(
     url: str | None,
     scenario: str | None,
@@ -230,11 +234,12 @@ def model(
     profile: str | None,
     seed: int | None,
     workload: str | None,
-    as_json: bool,
+    output: str | None,
+    endpoint: Endpoint,
 ) -> None:
     """Print the dissonance model the feedback loop learnt, against the prior, with confidence.
 
-    From a running `harmonic run` (URL of its metrics port, e.g. http://127.0.0.1:10259) or extender
+    From a running `harmonic run` (URL of its secure port, e.g. https://127.0.0.1:10259, with --url-token-file) or extender
     (its URL), which serve it at /debug/model; or from a simulation (--scenario with a `feedback:` key,
     --config for the profiles).
     """
@@ -242,9 +247,13 @@ def model(
         raise click.UsageError("give a URL or --scenario")
     from harmonic.feedback.report import explain, render
 
-    state = _from_url(url) if url is not None else _from_simulation(scenario or "", configs, profile, seed)
-    if as_json:
-        click.echo(json.dumps(state, indent=2))
+    state = (
+        _from_url(url, endpoint)
+        if url is not None
+        else _from_simulation(scenario or "", configs, profile, seed)
+    )
+    if output is not None:
+        emit(state, output)
         return
     if workload is None:
         click.echo(render(state), nl=False)
@@ -256,12 +265,12 @@ def model(
         sys.exit(1)
 
 
-def _from_url(url: str) -> dict[str, Any]:
+def _from_url(url: str, endpoint: Endpoint) -> dict[str, Any]:
     import httpx
 
     target = url.rstrip("/") + MODEL_PATH
     try:
-        resp = httpx.get(target, timeout=10)
+        resp = httpx.get(target, timeout=10, headers=endpoint.headers, verify=endpoint.verify)
     except httpx.HTTPError as e:
         click.echo(f"error: {target}: {e}", err=True)
         sys.exit(1)

@@ -175,13 +175,13 @@ IGNORED_FIELDS: tuple[tuple[str, Callable[[KubeSchedulerConfigurationV1], object
         "healthzBindAddress",
         lambda d: d.healthz_bind_address,
         None,
-        "deprecated upstream; Harmonic serves /healthz where --bind-address and --metrics-port say",
+        "deprecated upstream; Harmonic serves /healthz where --bind-address and --secure-port say",
     ),
     (
         "metricsBindAddress",
         lambda d: d.metrics_bind_address,
         None,
-        "deprecated upstream; Harmonic serves /metrics where --bind-address and --metrics-port say",
+        "deprecated upstream; Harmonic serves /metrics where --bind-address and --secure-port say",
     ),
     ("enableProfiling", lambda d: d.enable_profiling, True, "Harmonic serves no profiling endpoint"),
     (

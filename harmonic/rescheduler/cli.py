@@ -9,7 +9,6 @@ would decide, because both run the same placement simulation.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -21,7 +20,9 @@ import yaml
 
 from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
+from harmonic.durations import Duration
 from harmonic.framework.config import ConfigError, Profile
+from harmonic.output import emit, output_option
 from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
@@ -64,6 +65,8 @@ def table(result: RunResult) -> str:
         lines.append(f"nominate {n.pod.key} -> {n.node} ({n.plan})")
     for plan, outcome, detail in result.log.plans:
         lines.append(f"plan {plan or '-'}: {outcome}: {detail}")
+    for s in result.log.skipped:  # why a candidate stayed, so a dry run that evicts nothing says why
+        lines.append(f"kept {s.pod.key} ({s.plugin}): {s.reason}")
     lines.append(f"{len(result.log.evictions)} eviction(s), {len(result.log.skipped)} skipped")
     return "\n".join(lines)
 
@@ -81,6 +84,7 @@ def as_json(result: RunResult) -> dict[str, Any]:
 @click.command()
 @click.option(
     "--policy",
+    "--policy-config-file",  # descheduler's name
     "policy_path",
     required=True,
     type=click.Path(dir_okay=False),
@@ -102,9 +106,20 @@ def as_json(result: RunResult) -> dict[str, Any]:
     help="Read the cluster from these files instead of an API server (repeatable; dry runs only).",
 )
 @click.option("--once", is_flag=True, help="Run one cycle and exit.")
+@click.option(
+    "--no-churn-check",
+    is_flag=True,
+    help="descheduler's exact evictions: a pod evicted to move it goes without simulating where its "
+    "replacement lands, and without the cool-down.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
-@click.option("--json", "as_json_flag", is_flag=True, help="Print the plan as JSON (with --once).")
+@output_option(("json", "yaml"), json_help="Same as -o json (with --once).")
 @click.option("--interval", default="2m", show_default=True, help="Time between cycles (Go duration).")
+@click.option(
+    "--descheduling-interval",
+    default=None,
+    help="descheduler's flag: the same as --interval, and 0 (its default) runs one cycle, as --once.",
+)
 @click.option(
     "--max-evictions-per-run",
     type=click.IntRange(min=0),
@@ -113,10 +128,10 @@ def as_json(result: RunResult) -> dict[str, Any]:
 )
 @click.option(
     "--cooldown",
-    type=float,
-    default=600.0,
+    type=Duration(),
+    default="10m",
     show_default=True,
-    help="Seconds before a moved pod may move again.",
+    help="How long before a moved pod may move again (Go duration or seconds).",
 )
 @click.option(
     "--now",
@@ -136,7 +151,12 @@ def as_json(result: RunResult) -> dict[str, Any]:
 )
 @click.option("--lease-namespace", default="kube-system", show_default=True)
 @click.option(
-    "--bind", "bind_address", default="0.0.0.0", show_default=True, help="Address of /metrics and /healthz."
+    "--bind-address",
+    "--bind",
+    "bind_address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of /metrics and /healthz (--bind: the older name).",
 )
 @click.option(
     "--port",
@@ -151,9 +171,11 @@ def reschedule(
     profile: str | None,
     manifests: tuple[str, ...],
     once: bool,
+    no_churn_check: bool,
     dry_run: bool,
-    as_json_flag: bool,
+    output: str | None,
     interval: str,
+    descheduling_interval: str | None,
     max_evictions_per_run: int | None,
     cooldown: float,
     now: float | None,
@@ -174,6 +196,12 @@ def reschedule(
     from harmonic.plugins.registry import default_registry
     from harmonic.startup import prepare
 
+    if descheduling_interval is not None:
+        interval = descheduling_interval
+        try:
+            once = once or parse_duration(interval) == 0
+        except ValueError as e:
+            raise click.UsageError(f"--descheduling-interval: {e}") from None
     if manifests and not (once and dry_run):
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
@@ -195,10 +223,13 @@ def reschedule(
     if profile is not None and profile not in profiles:
         raise click.UsageError(f"--profile {profile!r}: no such profile (have {', '.join(profiles)})")
     prof = profiles[profile] if profile else cfg.profiles[0]
-    options = RunOptions(max_evictions_per_run, cooldown)
+    options = RunOptions(max_evictions_per_run, cooldown, churn_check=not no_churn_check)
     if state is not None:
         result = run_once(policy, state, prof, default_registry(), options=options)
-        click.echo(json.dumps(as_json(result), indent=2) if as_json_flag else table(result))
+        if output is None:
+            click.echo(table(result))
+        else:
+            emit(as_json(result), output)
         return
     _live(
         policy,
@@ -207,7 +238,7 @@ def reschedule(
         options,
         dry_run,
         once,
-        as_json_flag,
+        output,
         every,
         kubeconfig,
         context,
@@ -225,7 +256,7 @@ def _live(
     options: RunOptions,
     dry_run: bool,
     once: bool,
-    as_json_flag: bool,
+    output: str | None,
     every: float,
     kubeconfig: str | None,
     context: str | None,
@@ -296,7 +327,10 @@ def _live(
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
         assert report.result is not None
-        click.echo(json.dumps(as_json(report.result), indent=2) if as_json_flag else table(report.result))
+        if output is None:
+            click.echo(table(report.result))
+        else:
+            emit(as_json(report.result), output)
         for plan, why in report.aborted:
             click.echo(f"plan {plan}: aborted: {why}", err=True)
         for e, why in report.failed:

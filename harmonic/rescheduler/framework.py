@@ -122,10 +122,21 @@ class Evictor:
         return t is not None and now - t < self.cooldown and (created is None or created >= t)
 
     def evict(
-        self, pod: Pod, plugin: str, why: str, *, move: bool, min_gain: float = 0.0, plan: str = ""
+        self,
+        pod: Pod,
+        plugin: str,
+        why: str,
+        *,
+        move: bool,
+        min_gain: float = 0.0,
+        plan: str = "",
+        unplaceable_ok: bool = False,
     ) -> bool:
         """Evict ``pod`` (recorded; the runner executes or prints). False when refused or pointless;
-        ``EvictionLimitError`` when a limit is reached."""
+        ``EvictionLimitError`` when a limit is reached. ``unplaceable_ok``: the plugin asked for the
+        eviction even if the replacement fits on no node (descheduler's topologyBalanceNodeFit: false,
+        which leaves the pending replacement to the cluster autoscaler), so no churn check refuses it
+        for that; it still must not land back on its node."""
         if pod.uid in self.evicted:
             return False
         if move and self.churn_check and self.cooling(pod):
@@ -138,7 +149,7 @@ class Evictor:
             return False
         to, gain = "", None
         if move and self.churn_check:
-            verdict = self.simulate_move(pod, min_gain)
+            verdict = self.simulate_move(pod, min_gain, unplaceable_ok)
             if isinstance(verdict, str):
                 self.log.skipped.append(Skipped(pod, plugin, verdict))
                 return False
@@ -158,8 +169,11 @@ class Evictor:
         self.evicted.add(pod.uid)
         self.log.evictions.append(Eviction(pod, src, plugin, self.profile, why, dst, None, plan))
 
-    def simulate_move(self, pod: Pod, min_gain: float) -> tuple[str, float | None] | str:
-        """Where the replacement goes (applied to the what-if snapshot) and the gain, or why not."""
+    def simulate_move(
+        self, pod: Pod, min_gain: float, unplaceable_ok: bool = False
+    ) -> tuple[str, float | None] | str:
+        """Where the replacement goes (applied to the what-if snapshot) and the gain, or why not;
+        ``("", None)`` for a replacement that fits nowhere when ``unplaceable_ok`` (it stays pending)."""
         w = self.whatif
         node = w.node_of(pod) or pod.node_name
         mark = w.checkpoint()
@@ -167,6 +181,8 @@ class Evictor:
         repl = replacement(pod)
         dest, scores = w.place(repl)
         if dest is None:
+            if unplaceable_ok:
+                return "", None
             w.undo(mark)
             return "no churn: the replacement would fit on no node"
         if dest == node:

@@ -46,8 +46,8 @@ class RunOptions:
     #: Fewer ready nodes than this: do nothing (descheduler's guard against evicting on 0-1 nodes).
     min_nodes: int = 2
     #: False: descheduler's own behaviour — pods evicted to move them go without simulating where
-    #: their replacement lands, and no cool-down. Only the conformance tests, which check plugins
-    #: against descheduler's tables, turn it off.
+    #: their replacement lands, and no cool-down (``reschedule --no-churn-check``, and the conformance
+    #: tests, which check plugins against descheduler's tables).
     churn_check: bool = True
 
 

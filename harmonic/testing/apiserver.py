@@ -75,6 +75,7 @@ except ImportError as e:  # an extra, not a runtime dependency of the scheduler
 from harmonic.api.errors import ObjectError
 from harmonic.api.selectors import label_selector
 from harmonic.cluster.defaults import default_node, default_pod
+from harmonic.cluster.delegated import ACCESS_REVIEWS, TOKEN_REVIEWS
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -393,6 +394,9 @@ class _State:
         self.bound_pods = 0
         #: ``retryAfterSeconds`` of a too-large-resourceVersion answer (kube-apiserver: 1).
         self.too_large_retry_after = 1
+        #: TokenReview: token -> (username, groups); SubjectAccessReview: (user or group, verb, path).
+        self.users: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.grants: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------ objects
     @staticmethod
@@ -894,6 +898,8 @@ class _App:
             return _json({"major": "1", "minor": "35", "gitVersion": "v1.35.0-harmonic-test-double"})
         if path in ("/api", "/apis") or (path.startswith("/apis/") and path.count("/") == 3):
             return _json(_discovery(path))
+        if request.method == "POST" and path in (TOKEN_REVIEWS, ACCESS_REVIEWS):
+            return _json(self.review(path, await _body(request)), 201)
         route = _route(path)
         if route is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -956,6 +962,23 @@ class _App:
             assert route.namespace is not None
             return _json(st.evict(route.namespace, name, await _body(request)), 201)
         raise ApiError(405, "MethodNotAllowed", f"{request.method} is not supported on {rt.plural}{sub}")
+
+    def review(self, path: str, body: Any) -> Obj:
+        """A TokenReview or a SubjectAccessReview of a non-resource URL, answered from the users and
+        grants the test registered (``ApiServerDouble.add_user``/``grant``), as kube-apiserver's
+        RBAC would: a grant to the user or to any of its groups."""
+        spec = (body or {}).get("spec") or {}
+        self.state.stats.requests[f"create {path.rsplit('/', 1)[1]}"] += 1
+        if path == TOKEN_REVIEWS:
+            found = self.state.users.get(str(spec.get("token") or ""))
+            status: Obj = {"authenticated": False}
+            if found is not None:
+                status = {"authenticated": True, "user": {"username": found[0], "groups": list(found[1])}}
+            return {**body, "status": status}
+        attrs = spec.get("nonResourceAttributes") or {}
+        subjects = [spec.get("user"), *(spec.get("groups") or [])]
+        allowed = any((s, attrs.get("verb"), attrs.get("path")) in self.state.grants for s in subjects)
+        return {**body, "status": {"allowed": allowed}}
 
     async def watch(self, request: web.Request, route: _Route, agent: str) -> web.StreamResponse:
         st, q = self.state, request.query
@@ -1218,6 +1241,17 @@ class ApiServerDouble:
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=30)
 
     # ------------------------------------------------------------------ objects
+    def add_user(self, token: str, username: str, groups: Iterable[str] = ()) -> None:
+        """TokenReviews of ``token`` authenticate ``username`` in ``groups`` (plus
+        system:authenticated, as kube-apiserver adds)."""
+        entry = (username, (*groups, "system:authenticated"))
+        self._call(lambda: self._state.users.__setitem__(token, entry))
+
+    def grant(self, subject: str, path: str, verb: str = "get") -> None:
+        """SubjectAccessReviews allow ``verb`` on the non-resource URL ``path`` for ``subject`` (a user
+        or a group name)."""
+        self._call(lambda: self._state.grants.add((subject, verb, path)))
+
     def create(self, resource: str, obj: Mapping[str, Any]) -> Obj:
         rt = _resource(resource)
         ns = (obj.get("metadata") or {}).get("namespace") if rt.namespaced else None

@@ -15,6 +15,7 @@ latest decision did not place them) grouped by reason, with the nodes each plugi
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -193,10 +194,17 @@ class ReportSource:
 
 
 class LiveSource:
-    def __init__(self, url: str, token: str | None = None, keep: int = 5000, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        keep: int = 5000,
+        timeout: float = 10.0,
+        verify: ssl.SSLContext | bool = True,
+    ) -> None:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(headers=headers, timeout=timeout)
+        self._client = httpx.Client(headers=headers, timeout=timeout, verify=verify)
         self._keep = keep
         self._docs: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self._last = 0

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from harmonic.cluster.informer import Backoff
@@ -32,10 +33,23 @@ FAST_LEASE = {
 }
 
 
+#: A token the double's TokenReviews authenticate as a system:masters member, which kube-scheduler's
+#: delegated authorization lets through: the tests' credential for harmonic run's secure port.
+SCRAPE_TOKEN = "scrape-token"
+
+
 @pytest.fixture
 def api() -> Iterator[ApiServerDouble]:
     with ApiServerDouble(bookmark_interval=0.2) as server:
+        server.add_user(SCRAPE_TOKEN, "test-scraper", ["system:masters"])
         yield server
+
+
+def scrape(method: str, url: str, **kw: Any) -> httpx.Response:
+    """A request to harmonic run's secure port: its self-signed certificate not verified, the scrape
+    token unless the caller sends its own Authorization header."""
+    headers = {"Authorization": f"Bearer {SCRAPE_TOKEN}", **kw.pop("headers", {})}
+    return httpx.request(method, url, verify=False, headers=headers, timeout=kw.pop("timeout", 10), **kw)
 
 
 @pytest.fixture
@@ -66,6 +80,13 @@ def run_config(api: ApiServerDouble, folder: Path, profiles: list[dict[str, Any]
     return config
 
 
+def client_flags(folder: Path) -> list[str]:
+    """The flags of `harmonic model URL` / `harmonic ui --url` that reach harmonic run's secure port."""
+    token = folder / "scrape-token"
+    token.write_text(SCRAPE_TOKEN)
+    return ["--insecure-skip-tls-verify", "--url-token-file", str(token)]
+
+
 def harmonic_run(config: Path, identity: str, metrics_port: int = 0, *extra: str) -> subprocess.Popen[str]:
     """``harmonic run --config CONFIG [EXTRA...]`` as a process (stderr piped), serving on loopback."""
     return subprocess.Popen(
@@ -78,7 +99,7 @@ def harmonic_run(config: Path, identity: str, metrics_port: int = 0, *extra: str
             str(config),
             "--bind-address",
             "127.0.0.1",
-            "--metrics-port",
+            "--secure-port",
             str(metrics_port),
             "--identity",
             identity,

@@ -19,7 +19,7 @@ from harmonic.cli import main
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
-from .conftest import harmonic_run, run_config, wait_until
+from .conftest import client_flags, harmonic_run, run_config, scrape, wait_until
 
 DISSONANCE = [{"schedulerName": "harmonic", "plugins": {"multiPoint": {"enabled": [{"name": "Dissonance"}]}}}]
 
@@ -53,7 +53,7 @@ def _free_port() -> int:
 def _wait_serving(url: str) -> None:
     def up() -> bool:
         try:
-            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+            return scrape("GET", f"{url}/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -79,27 +79,27 @@ def test_posted_feedback_is_learnt_with_its_placement(api: ApiServerDouble, tmp_
     port = _free_port()
     config = run_config(api, tmp_path, DISSONANCE)
     proc = harmonic_run(config, "a", port, "--feedback-token-file", str(token), "--feedback-interval", "1")
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     auth = {"Authorization": "Bearer s3cret"}
     report = {"namespace": "default", "pod": "web-0", "metric": "p99_ms", "value": 40.0}
     try:
         _wait_serving(url)
-        assert httpx.post(f"{url}/v1/feedback", json=report, timeout=5).status_code == 401
-        bad = httpx.post(f"{url}/v1/feedback", json={**report, "value": "NaN"}, headers=auth, timeout=5)
+        assert scrape("POST", f"{url}/v1/feedback", json=report, timeout=5).status_code == 401
+        bad = scrape("POST", f"{url}/v1/feedback", json={**report, "value": "NaN"}, headers=auth, timeout=5)
         assert bad.status_code == 400 and bad.json()["field"] == "value"
 
         def learnt() -> dict | None:
             # the cache may not hold the pod yet: post until a round has placed one report
-            httpx.post(f"{url}/v1/feedback", json=report, headers=auth, timeout=5)
-            doc = httpx.get(f"{url}/debug/model", timeout=5).json()
+            scrape("POST", f"{url}/v1/feedback", json=report, headers=auth, timeout=5)
+            doc = scrape("GET", f"{url}/debug/model", timeout=5).json()
             return doc if doc["observations"] else None
 
         doc = wait_until(learnt, timeout=30, what="a report learnt")
-        metrics = httpx.get(f"{url}/metrics", timeout=5).text
+        metrics = scrape("GET", f"{url}/metrics", timeout=5).text
         runner = CliRunner()
-        explained = runner.invoke(main, ["model", url, "--explain", "default/web"])
-        table = runner.invoke(main, ["model", url])
-        missing = runner.invoke(main, ["model", url, "--explain", "default/nobody"])
+        explained = runner.invoke(main, ["model", url, *client_flags(tmp_path), "--explain", "default/web"])
+        table = runner.invoke(main, ["model", url, *client_flags(tmp_path)])
+        missing = runner.invoke(main, ["model", url, *client_flags(tmp_path), "--explain", "default/nobody"])
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
     finally:
@@ -120,11 +120,11 @@ def test_posted_feedback_is_learnt_with_its_placement(api: ApiServerDouble, tmp_
 def test_without_feedback_options_the_endpoint_is_absent(api: ApiServerDouble, tmp_path: Path):
     port = _free_port()
     proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port)
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     try:
         _wait_serving(url)
-        assert httpx.post(f"{url}/v1/feedback", content=json.dumps({}), timeout=5).status_code == 404
-        assert httpx.get(f"{url}/debug/model", timeout=5).status_code == 404
+        assert scrape("POST", f"{url}/v1/feedback", content=json.dumps({}), timeout=5).status_code == 404
+        assert scrape("GET", f"{url}/debug/model", timeout=5).status_code == 404
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
     finally:
@@ -166,7 +166,7 @@ def test_rightsizing_resizes_opted_in_pods_and_annotates_the_others(api: ApiServ
         api.create("metrics.k8s.io/pods", {"metadata": {"name": name, "namespace": "default"}, "containers": [{"name": "c", "usage": usage}]})  # fmt: skip
     port = _free_port()
     proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port, *rightsizing_options(tmp_path))
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     auth = {"Authorization": "Bearer s3cret"}
 
     def cpu_of(name: str) -> str:
@@ -177,7 +177,7 @@ def test_rightsizing_resizes_opted_in_pods_and_annotates_the_others(api: ApiServ
     def resized() -> bool:
         for name in ("api-0", "api-1", "db-0"):
             report = {"namespace": "default", "pod": name, "metric": "latency", "value": 1.0}
-            httpx.post(f"{url}/v1/feedback", json=report, headers=auth, timeout=5)
+            scrape("POST", f"{url}/v1/feedback", json=report, headers=auth, timeout=5)
         db = api.get("pods", "db-0", "default") or {}
         annotated = "harmonic.dev/recommendation" in (db.get("metadata", {}).get("annotations") or {})
         return cpu_of("api-0") != "6" and cpu_of("api-1") != "6" and annotated
@@ -185,7 +185,9 @@ def test_rightsizing_resizes_opted_in_pods_and_annotates_the_others(api: ApiServ
     try:
         _wait_serving(url)
         wait_until(resized, timeout=60, what="a right-sizing round carried out")
-        explained = CliRunner().invoke(main, ["model", url, "--explain", "default/api"])
+        explained = CliRunner().invoke(
+            main, ["model", url, *client_flags(tmp_path), "--explain", "default/api"]
+        )
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
     finally:
@@ -240,8 +242,8 @@ def test_a_sigterm_the_kernel_hands_to_another_thread_still_stops_harmonic_run(
     port = _free_port()
     proc = harmonic_run(run_config(api, tmp_path, DISSONANCE), "a", port)
     try:
-        _wait_serving(url := f"http://127.0.0.1:{port}")
-        assert httpx.get(f"{url}/metrics", timeout=5).status_code == 200
+        _wait_serving(url := f"https://127.0.0.1:{port}")
+        assert scrape("GET", f"{url}/metrics", timeout=5).status_code == 200
         threads = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
         libc = ctypes.CDLL(None, use_errno=True)
         sys_tgkill = 234  # x86_64

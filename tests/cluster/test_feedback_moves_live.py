@@ -9,7 +9,6 @@ import json
 import signal
 from pathlib import Path
 
-import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -17,7 +16,7 @@ from harmonic.cli import main
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
-from .conftest import harmonic_run, run_config, wait_until
+from .conftest import client_flags, harmonic_run, run_config, scrape, wait_until
 from .test_feedback_live import DISSONANCE, _free_port, _service_pod, _wait_serving, rightsizing_options
 
 
@@ -48,12 +47,14 @@ def test_an_infeasible_resize_moves_the_pod_only_with_the_option(
     proc = harmonic_run(
         run_config(api, tmp_path, DISSONANCE), "a", port, *args, *(["--feedback-moves"] if execute else [])
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
 
     def answered() -> str | None:
         report = {"namespace": "default", "pod": "api-0", "metric": "latency", "value": 5.0}
-        httpx.post(f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5)
-        metrics = httpx.get(f"{url}/metrics", timeout=5).text
+        scrape(
+            "POST", f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5
+        )
+        metrics = scrape("GET", f"{url}/metrics", timeout=5).text
         seen = [line for line in metrics.splitlines() if line.startswith("harmonic_feedback_moves_total{")]
         return "\n".join(seen) or None
 
@@ -61,7 +62,9 @@ def test_an_infeasible_resize_moves_the_pod_only_with_the_option(
         _wait_serving(url)
         counted = wait_until(answered, timeout=60, what="a move asked for")
         landed = _replace(api, url) if execute else {}
-        explained = CliRunner().invoke(main, ["model", url, "--explain", "default/api"])
+        explained = CliRunner().invoke(
+            main, ["model", url, *client_flags(tmp_path), "--explain", "default/api"]
+        )
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
     finally:
@@ -108,7 +111,8 @@ def _replace(api: ApiServerDouble, url: str) -> dict[str, str]:
 
     def counted() -> bool:
         return (
-            'harmonic_feedback_reservations_total{outcome="landed"} 1.0' in httpx.get(f"{url}/metrics").text
+            'harmonic_feedback_reservations_total{outcome="landed"} 1.0'
+            in scrape("GET", f"{url}/metrics").text
         )
 
     wait_until(counted, timeout=30, what="the reservation's outcome")
@@ -152,11 +156,13 @@ def test_a_reservation_outlives_the_process_that_made_it(api: ApiServerDouble, t
     config = run_config(api, tmp_path, DISSONANCE)
     port = _free_port()
     first = harmonic_run(config, "a", port, *args, "--feedback-moves")
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
 
     def moved() -> bool:
         report = {"namespace": "default", "pod": "api-0", "metric": "latency", "value": 5.0}
-        httpx.post(f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5)
+        scrape(
+            "POST", f"{url}/v1/feedback", json=report, headers={"Authorization": "Bearer s3cret"}, timeout=5
+        )
         return api.get("pods", "api-0", "default") is None
 
     try:

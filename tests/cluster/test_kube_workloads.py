@@ -123,7 +123,7 @@ def test_harmonic_run_process_spreads_them_too(api: ApiServerDouble, tmp_path: P
     api.create("services", _service({"app": "web"}))
     api.create_many("pods", _replicas(12))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--metrics-port", "0"],
+        [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--secure-port", "0"],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from urllib.request import urlopen
 
 from click.testing import CliRunner
 
@@ -16,7 +15,7 @@ from harmonic.cli import main
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 
-from .conftest import harmonic_run, run_config, wait_until
+from .conftest import harmonic_run, run_config, scrape, wait_until
 
 
 def _free_port() -> int:
@@ -33,9 +32,13 @@ def test_run_schedules_and_stops_cleanly_on_sigterm(api: ApiServerDouble, tmp_pa
     proc = harmonic_run(config, "cli", port, "--decisions-buffer", "5")
     try:
         wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
-        assert urlopen(f"http://127.0.0.1:{port}/readyz").read() == b"ok"
-        assert b"scheduler_schedule_attempts_total" in urlopen(f"http://127.0.0.1:{port}/metrics").read()
-        recorded = json.loads(urlopen(f"http://127.0.0.1:{port}/debug/decisions?pod=default/p").read())
+        assert scrape("GET", f"https://127.0.0.1:{port}/readyz").content == b"ok"
+        assert (
+            b"scheduler_schedule_attempts_total" in scrape("GET", f"https://127.0.0.1:{port}/metrics").content
+        )
+        recorded = json.loads(
+            scrape("GET", f"https://127.0.0.1:{port}/debug/decisions?pod=default/p").content
+        )
         assert recorded["capacity"] == 5
         assert [(d["pod"], d["result"], d["node"]) for d in recorded["decisions"]] == [
             ("default/p", "Scheduled", "n")
@@ -119,13 +122,13 @@ def test_run_feeds_communication_affinity_the_configured_telemetry(api: ApiServe
     api.create("pods", pod("frontend-1").ns("shop").label("app", "frontend").scheduler("harmonic").obj())
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--metrics-port", str(port)],
+        [sys.executable, "-m", "harmonic", "run", "--config", str(config), "--secure-port", str(port)],
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         wait_until(lambda: "shop/frontend-1" in api.pod_placement(), timeout=30)
-        metrics = urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        metrics = scrape("GET", f"https://127.0.0.1:{port}/metrics").content.decode()
         edges = [line for line in metrics.splitlines() if line.startswith("harmonic_affinity_graph_edges ")]
         assert edges and float(edges[0].split()[1]) > 0, metrics[-2000:]
         proc.send_signal(signal.SIGTERM)

@@ -18,6 +18,7 @@ import yaml
 from harmonic.cli import main as cli
 from harmonic.cluster.kube import LiveScheduler
 from harmonic.cluster.permissions import (
+    DELEGATED_AUTH_ROLES,
     allows,
     extender_permissions,
     rbac_rules,
@@ -76,7 +77,10 @@ def test_every_object_is_well_formed_and_namespaced_in_the_release(rendered):
     for kind, docs in kinds.items():
         for d in docs:
             assert d["apiVersion"] and d["metadata"]["name"], d
-            if kind not in ("ClusterRole", "ClusterRoleBinding"):
+            reads_kube_system = kind == "RoleBinding" and d["roleRef"]["name"] in {
+                n for *_, n in DELEGATED_AUTH_ROLES
+            }
+            if kind not in ("ClusterRole", "ClusterRoleBinding") and not reads_kube_system:
                 assert d["metadata"]["namespace"] == "harmonic-system", (kind, d["metadata"])
     assert set(kinds) >= {
         "ServiceAccount",
@@ -102,7 +106,8 @@ def test_deployment_probes_resources_and_security(rendered):
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
     for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"]["port"] in port_names
-    tls = mode == "extender" and "--tls-cert=/etc/harmonic/tls/tls.crt" in c["args"]
+    # The scheduler's port is HTTPS (kube-scheduler's secure port); the extender's only with a certificate.
+    tls = mode == "scheduler" or "--tls-cert=/etc/harmonic/tls/tls.crt" in c["args"]
     assert c["livenessProbe"]["httpGet"]["scheme"] == ("HTTPS" if tls else "HTTP")
     assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"]
     assert c["resources"]["limits"]["memory"]
@@ -141,12 +146,20 @@ def test_rbac_is_exactly_the_permission_table(rendered):
     (sa,) = kinds["ServiceAccount"]
     (dep,) = kinds["Deployment"]
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
+    delegated = []
     for binding, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         for b in kinds.get(binding, []):
-            assert b["roleRef"]["name"] in {r["metadata"]["name"] for r in kinds[role_kind]}
+            ref = (b["roleRef"]["kind"], b["metadata"].get("namespace", "") if role_kind == "Role" else "")
+            if (*ref, b["roleRef"]["name"]) in DELEGATED_AUTH_ROLES:
+                delegated.append((*ref, b["roleRef"]["name"]))
+            else:
+                assert b["roleRef"]["name"] in {r["metadata"]["name"] for r in kinds[role_kind]}
             assert b["subjects"] == [
                 {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "harmonic-system"}
             ]
+
+    # the secure port's TokenReviews/SubjectAccessReviews and client CA, as kube-scheduler's bindings
+    assert sorted(delegated) == (sorted(DELEGATED_AUTH_ROLES) if mode == "scheduler" else [])
 
 
 def _record_scheduler_calls(config: SchedulerConfiguration, tmp: Path) -> set[tuple[str, str]]:
@@ -327,7 +340,10 @@ def test_container_arguments_parse_with_the_cli(rendered):
     assert ctx.params["bind_address"] == "0.0.0.0"
     svc_ports = {p["port"] for p in kinds["Service"][0]["spec"]["ports"]}
     container_ports = {p["containerPort"] for p in c["ports"]}
-    port = ctx.params["metrics_port"] if mode == "scheduler" else ctx.params["port"]
+    if mode == "scheduler":  # --metrics-port is --secure-port's deprecated alias
+        port = ctx.params["secure_port"] if ctx.params["metrics_port"] is None else ctx.params["metrics_port"]
+    else:
+        port = ctx.params["port"]
     assert port in svc_ports and port in container_ports
 
 

@@ -43,9 +43,10 @@ class HarmonicInstall:
         return cls(cp, config, kubeconfig, folder)
 
     @contextmanager
-    def running(self, name: str = "harmonic", **overrides: Any) -> Iterator[Process]:
+    def running(self, name: str = "harmonic", secure_port: int = 0, **overrides: Any) -> Iterator[Process]:
         """``harmonic run`` with the shipped configuration (``overrides`` replace its top-level fields),
-        as the ServiceAccount; stopped by SIGTERM afterwards (which releases the lease)."""
+        as the ServiceAccount, serving on 127.0.0.1:``secure_port`` (0: not at all); stopped by SIGTERM
+        afterwards (which releases the lease)."""
         config = {**self.config, **overrides, "clientConnection": {"kubeconfig": str(self.kubeconfig)}}
         path = self.folder / f"{name}.yaml"
         path.write_text(yaml.safe_dump(config))
@@ -55,7 +56,8 @@ class HarmonicInstall:
             "harmonic",
             "run",
             f"--config={path}",
-            "--metrics-port=0",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={secure_port}",
             f"--identity={name}",
         ]
         proc = Process(name, argv, self.folder / f"{name}.log")

@@ -17,7 +17,7 @@ PROBE_TIMEOUT = 10.0
 
 
 @pytest.mark.parametrize("verb", ["filter", "prioritize", "preempt"])
-@pytest.mark.parametrize("probe", ["/healthz", "/readyz", "/metrics"])
+@pytest.mark.parametrize("probe", ["/healthz", "/livez", "/readyz", "/metrics"])
 def test_probes_answer_while_a_verb_is_running(verb: str, probe: str) -> None:
     entered, release = threading.Event(), threading.Event()
     answers: list[tuple[int, Any]] = []

@@ -298,6 +298,7 @@ def test_routes_methods_and_prefix(serve):
     client.prefix = "/harmonic/v1"
     assert client.post("filter", fixture("filter-nodes.json"))[0] == 200
     assert client.raw("GET", "/healthz")[:3:2] == (200, b"ok")
+    assert client.raw("GET", "/livez")[:3:2] == (200, b"ok")  # as Kubernetes components
 
 
 # ---------------------------------------------------------------- limits and auth

@@ -389,3 +389,81 @@ def test_restore_zone_spread_args_are_validated():
 
     with pytest.raises(ValidationError, match=r"min_replicas|minReplicas"):
         RestoreZoneSpreadArgs.model_validate({"minReplicas": 1})
+
+
+@pytest.mark.parametrize(
+    "args, evictor, options, moved",
+    [
+        # descheduler's defaults: a pod is chosen only if it fits below the average (b1 is full)
+        ({}, None, RunOptions(), []),
+        # topologyBalanceNodeFit: false and the evictor's nodeFit false: descheduler evicts the pod
+        # although it fits nowhere (so the cluster autoscaler adds a node); Harmonic does too
+        ({"topologyBalanceNodeFit": False}, None, RunOptions(), [("a1", "")]),
+        ({"topologyBalanceNodeFit": False}, {"nodeFit": False}, RunOptions(), [("a1", "")]),
+        # the evictor's nodeFit: true keeps it, as descheduler's PreEvictionFilter
+        ({"topologyBalanceNodeFit": False}, {"nodeFit": True}, RunOptions(), []),
+        # without the churn check: descheduler's exact evictions, for either setting
+        ({"topologyBalanceNodeFit": False}, None, RunOptions(churn_check=False), [("a1", "")]),
+        ({}, None, RunOptions(churn_check=False), []),
+    ],
+)
+def test_topology_spread_evicts_a_pod_that_fits_nowhere_when_node_fit_is_off(
+    args: dict[str, Any], evictor: dict[str, Any] | None, options: RunOptions, moved: list[tuple[str, str]]
+) -> None:
+    nodes = [N("a1", zone="a"), N("b1", cpu="100m", zone="b")]
+    pods = [_spread_pod(f"w{i}", "a1") for i in range(4)] + [_spread_pod("w9", "b1")]
+    pol = policy(profile("balance", "RemovePodsViolatingTopologySpreadConstraint", args, evictor))
+    r = run(pol, nodes + pods, options=options)
+    assert [(e.node, e.to) for e in r.log.evictions] == moved
+
+
+@pytest.mark.parametrize(
+    "plugin, args, pods, why",
+    [
+        # 4-CPU nodes, 1-CPU pods: n1 at 75%, n2 at 25%, n3 at 0% unless stated
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 90}},
+            [("n1", 1), ("n2", 1), ("n3", 1)],
+            "No node is underutilized, nothing to do here, you might tune your thresholds further",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "numberOfNodes": 1},
+            [("n1", 3), ("n2", 1)],
+            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 50}},
+            [("n1", 1)],
+            "All nodes are underutilized, nothing to do here",
+        ),
+        (
+            "LowNodeUtilization",
+            {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 80}},
+            [("n1", 3), ("n2", 1)],
+            "All nodes are under target utilization, nothing to do here",
+        ),
+        (
+            "HighNodeUtilization",
+            {"thresholds": {"cpu": 10}},
+            [("n1", 1), ("n2", 1), ("n3", 1)],
+            "No node is underutilized, nothing to do here, you might tune your thresholds further",
+        ),
+        (
+            "HighNodeUtilization",
+            {"thresholds": {"cpu": 30}},
+            [("n1", 1)],
+            "All nodes are underutilized, nothing to do here",
+        ),
+    ],
+)
+def test_node_utilization_says_why_it_evicts_nothing(
+    plugin: str, args: dict[str, Any], pods: list[tuple[str, int]], why: str
+) -> None:
+    objs = [N("n1"), N("n2"), N("n3")]
+    objs += [P(f"{n}-{i}", n) for n, count in pods for i in range(count)]
+    r = run(policy(profile("balance", plugin, args)), objs)
+    assert evicted(r) == []
+    assert (plugin, "nothing to do", why) in r.log.plans

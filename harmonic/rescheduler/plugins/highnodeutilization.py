@@ -25,6 +25,7 @@ from harmonic.rescheduler.plugins.nodeutilization import (
     capped,
     evict_from_sources,
     measure,
+    nothing_to_do,
     threshold_vector,
 )
 
@@ -51,7 +52,15 @@ class HighNodeUtilization(BalancePlugin):
         unschedulable = np.array([n.unschedulable for n in nodes], dtype=bool)
         lows = np.flatnonzero(under).tolist()
         targets = np.flatnonzero(~under & ~unschedulable).tolist()
-        if not lows or len(lows) <= a.number_of_nodes or len(lows) == len(nodes) or not targets:
+        why = nothing_to_do(
+            len(lows),
+            len(nodes),
+            a.number_of_nodes,
+            len(targets),
+            "No node is available to schedule the pods, nothing to do here",
+        )
+        if why is not None:
+            self.handle.log.plans.append((self.NAME, "nothing to do", why))
             return
         high = threshold_vector(resources, dict.fromkeys(configured, 100.0), 100.0)
         available = capped(usage.capacity, resources, high, set(configured))

@@ -35,6 +35,7 @@ from harmonic.rescheduler.plugins.nodeutilization import (
     check_thresholds,
     evict_from_sources,
     measure,
+    nothing_to_do,
     threshold_vector,
 )
 from harmonic.rescheduler.plugins.usageclients import (
@@ -150,7 +151,15 @@ class LowNodeUtilization(BalancePlugin):
         under = ~unschedulable & (pct <= low).all(axis=1)
         over = ~under & (pct > high).any(axis=1)
         lows, highs = np.flatnonzero(under).tolist(), np.flatnonzero(over).tolist()
-        if not lows or len(lows) <= a.number_of_nodes or len(lows) == len(nodes) or not highs:
+        why = nothing_to_do(
+            len(lows),
+            len(nodes),
+            a.number_of_nodes,
+            len(highs),
+            "All nodes are under target utilization, nothing to do here",
+        )
+        if why is not None:
+            self.handle.log.plans.append((self.NAME, "nothing to do", why))
             return
         available = capped(usage.capacity, resources, np.where(np.isinf(high), 100.0, high), set(configured))
 

@@ -183,6 +183,19 @@ def evict_from_sources(
                 break
 
 
+def nothing_to_do(lows: int, nodes: int, number_of_nodes: int, targets: int, no_target: str) -> str | None:
+    """Why a node-utilization plugin stops before evicting, in descheduler's log words; None to go on."""
+    if lows == 0:
+        return "No node is underutilized, nothing to do here, you might tune your thresholds further"
+    if lows <= number_of_nodes:
+        return "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
+    if lows == nodes:
+        return "All nodes are underutilized, nothing to do here"
+    if targets == 0:
+        return no_target
+    return None
+
+
 def by_total_usage(usage: Usage, idx: list[int], ascending: bool) -> list[int]:
     """sortNodesByUsage: the sum of the usage values (CPU in millicores, others in units)."""
     sums = usage.used.sum(axis=1)

@@ -178,7 +178,15 @@ class RemovePodsViolatingTopologySpreadConstraint(BalancePlugin):
             if p.node_name in full or not ev.pre_eviction_filter(p):
                 continue
             try:
-                ev.evict(p, self.NAME, "topology spread skew above maxSkew", move=True)
+                ev.evict(
+                    p,
+                    self.NAME,
+                    "topology spread skew above maxSkew",
+                    move=True,
+                    # descheduler: with topologyBalanceNodeFit false a pod that fits nowhere is
+                    # evicted all the same, so that the autoscaler adds a node for it
+                    unplaceable_ok=not self.args.topology_balance_node_fit,
+                )
             except EvictionLimitError as e:
                 if e.scope == "total":
                     return

@@ -201,9 +201,12 @@ class ControlPlane:
             self.controller_manager.stop()
             self.controller_manager = None
 
-    def start_kube_scheduler(self, config: dict[str, Any], name: str = "kube-scheduler") -> Process:
+    def start_kube_scheduler(
+        self, config: dict[str, Any], name: str = "kube-scheduler", secure_port: int = 0
+    ) -> Process:
         """kube-scheduler with ``config`` (a KubeSchedulerConfiguration; its clientConnection.kubeconfig
-        defaults to the system:kube-scheduler one). Stopped with the control plane, or by ``.stop()``."""
+        defaults to the system:kube-scheduler one), serving on 127.0.0.1:``secure_port`` (0: not at
+        all). Stopped with the control plane, or by ``.stop()``."""
         if self.assets.kube_scheduler is None:
             raise ControlPlaneError("no kube-scheduler binary among the assets")
         kubeconfig = self.kubeconfigs["kube-scheduler"]
@@ -220,7 +223,7 @@ class ControlPlane:
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
                 "--bind-address=127.0.0.1",
-                "--secure-port=0",
+                f"--secure-port={secure_port}",
                 f"--v={self.verbosity}",
             ],
             self.logs / f"{name}.log",
