@@ -12,7 +12,7 @@ import pytest
 
 from harmonic.testing.kube import ControlPlane, KubeClient
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 
 READER_ROLE = "e2e-metrics-reader"
 
