@@ -60,6 +60,7 @@ def solve(
     if not AVAILABLE or not targets:
         return None
     from ortools.sat.python import cp_model
+
     snap = w.snapshot
     names = snap.names()
     k = len(snap.pod_vector(pending))
