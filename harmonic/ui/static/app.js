@@ -182,9 +182,9 @@ function scoreSection(d) {
   let shown = state.showAllNodes ? byTotal : byTotal.slice(0, TOP_NODES);
   if (chosen >= 0 && !shown.includes(chosen)) shown = [...shown, chosen];
   const head = [
-    el("th", { class: "pin-node", tabindex: "0" }, "Node"),
-    el("th", { class: "pin-total", tabindex: "0", "data-sort-method": "number", "data-sort-default": "", "aria-sort": "ascending" }, "Total"),
-    ...order.map((i) => el("th", { tabindex: "0", "data-sort-method": "number", title: `${s.plugins[i].name}, weight ${s.plugins[i].weight}: ${SCORE_MODES[mode]}` }, s.plugins[i].name)),
+    el("th", { class: "pin-node" }, "Node"),
+    el("th", { class: "pin-total", "data-sort-method": "number", "data-sort-default": "", "aria-sort": "ascending" }, "Total"),
+    ...order.map((i) => el("th", { "data-sort-method": "number", title: `${s.plugins[i].name}, weight ${s.plugins[i].weight}: ${SCORE_MODES[mode]}` }, s.plugins[i].name)),
   ];
   const ties = new Set(d.choice ? d.choice.ties : []);
   const body = shown.map((j) => {
@@ -196,8 +196,7 @@ function scoreSection(d) {
   });
   const table = el("table", { id: "score-table", class: "pinned" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, body));
   new Tablesort(table, { descending: true });
-  // Sortable headers answer the keyboard as they answer clicks.
-  for (const th of head) th.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); th.click(); } });
+  // tablesort makes each sortable header focusable and sorts on Enter as on a click.
   const modes = el(
     "select",
     { id: "score-mode", "aria-label": "score shown", on: { change: (ev) => { state.scoreMode = ev.target.value; renderDecision(d); } } },
