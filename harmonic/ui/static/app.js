@@ -144,14 +144,24 @@ function filterSection(d) {
     el("tbody", {}, rows.map((r) => el("tr", { "data-node": r[0] }, r.map((c) => el("td", {}, c))))),
   );
   new Tablesort(table);
+  // Per (plugin, reasons): how many nodes it stopped; the per-node table opens on demand when long.
+  const counts = new Map();
+  for (const r of d.filter) {
+    const key = `${r.plugin || r.code}: ${r.reasons.join(", ")}`;
+    counts.set(key, (counts.get(key) || 0) + 1);
+  }
+  const byReason = el("ul", { id: "filter-summary" }, [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => el("li", {}, `${n} node${n === 1 ? "" : "s"} — ${k}`)));
+  const long = rows.length > TOP_NODES * 2;
+  const perNode = long ? el("details", {}, el("summary", {}, `every node (${rows.length})`), table) : table;
   return el(
     "section",
     {},
     el("h3", {}, `Filter (${d.filter.length} rejected, ${d.passed.length} passed)`),
+    d.filter.length ? byReason : null,
     d.nodes.evaluated < d.nodes.all && !d.preFilter
       ? el("p", { class: "muted" }, `${d.nodes.all - d.nodes.evaluated} nodes were not evaluated (percentageOfNodesToScore: enough feasible nodes were found) or were left out by PreFilter.`)
       : null,
-    rows.length ? table : el("p", { class: "muted" }, "No node was filtered."),
+    rows.length ? perNode : el("p", { class: "muted" }, "No node was filtered."),
   );
 }
 
