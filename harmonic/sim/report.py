@@ -86,6 +86,8 @@ class Row:
     cells: list[str]
     better: str
     definition: str
+    #: Whether profile summaries weigh it: not for figures that measure the machine, not the placement.
+    judged: bool = True
 
     def best(self) -> set[int]:
         """Columns holding the best value; empty when no direction applies or every profile ties."""
@@ -100,9 +102,11 @@ def rows_of(doc: Mapping[str, Any]) -> list[Row]:
     profiles = doc["profiles"]
     rows: list[Row] = []
 
-    def row(label: str, get: Any, pct: bool = False, better: str = "", define: str = "") -> None:
+    def row(
+        label: str, get: Any, pct: bool = False, better: str = "", define: str = "", judged: bool = True
+    ) -> None:
         values = [get(m) for m in profiles.values()]
-        rows.append(Row(label, values, [_fmt(v, pct) for v in values], better, define))
+        rows.append(Row(label, values, [_fmt(v, pct) for v in values], better, define, judged))
 
     row("pods scheduled", lambda m: m["pods_scheduled"], define="pods bound over the run")
     row("pods pending at end", lambda m: m["pods_pending"], better=LOWER, define="pods unbound at the end")
@@ -268,6 +272,7 @@ def rows_of(doc: Mapping[str, Any]) -> list[Row]:
         lambda m: m["decisions_per_second"],
         better=HIGHER,
         define="scheduling attempts per wall-clock second of the simulator (machine-dependent)",
+        judged=False,
     )
     return rows
 
@@ -278,6 +283,8 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
 
 #: Rows a profile summary names on each side (the largest relative changes).
 SUMMARY_ROWS = 3
+#: Relative changes below this are left out of a profile summary: within a run's noise, not a trade-off.
+MIN_CHANGE = 0.01
 
 
 def profile_summaries(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -285,7 +292,7 @@ def profile_summaries(doc: Mapping[str, Any]) -> dict[str, str]:
     does better and worse than the baseline, largest relative change first."""
     names = list(doc["profiles"])
     out: dict[str, str] = {}
-    rows = [r for r in rows_of(doc) if r.better]
+    rows = [r for r in rows_of(doc) if r.better and r.judged]
     for i, name in enumerate(names[1:], start=1):
         gains: list[tuple[float, str]] = []
         costs: list[tuple[float, str]] = []
@@ -294,6 +301,8 @@ def profile_summaries(doc: Mapping[str, Any]) -> dict[str, str]:
             if not isinstance(base, int | float) or not isinstance(v, int | float) or base == v:
                 continue
             change = (v - base) / abs(base) if base else float("inf")
+            if abs(change) < MIN_CHANGE:
+                continue
             good = (v > base) == (r.better == HIGHER)
             text = f"{r.label} {r.cells[0]} → {r.cells[i]}"
             (gains if good else costs).append((abs(change), text))
