@@ -347,6 +347,8 @@ def event_markers(plan: Plan) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     for t in plan.timeline:
         a = t.action
+        if plan.duration is not None and t.time > plan.duration:
+            break  # the run ended before it: a marker would stretch the time axis past the data
         if isinstance(a, AddNodes):
             label = f"{len(a.nodes)} node{'s' if len(a.nodes) != 1 else ''} added"
         elif isinstance(a, DrainNode):
@@ -571,6 +573,8 @@ def _allocation_distribution(
         barmode="overlay",
     )
     layout["xaxis"]["tickformat"] = ".0%"
+    # Idle nodes dwarf the rest of a large cluster: a log scale keeps the few busy levels visible.
+    layout["yaxis"]["type"] = "log"
     return f"Per-node {resource} allocation", {"data": traces, "layout": layout}
 
 
