@@ -84,6 +84,16 @@ def verdict(doc: Mapping[str, Any]) -> str:
         return f"{head}. {near}" if near else head
     if doc["result"] == "Filtered":
         return f"{doc['nodes']['feasible']} of {doc['nodes']['evaluated']} nodes passed the filters"
+    if doc["result"] == "Prioritized" and scores is not None:
+        # No choice here: kube-scheduler adds these scores to its own. Say which node they favour.
+        names = scores["nodes"]
+        total = np.asarray(scores["total"], dtype=np.int64)
+        weighted = {
+            p["name"]: np.asarray(w, dtype=np.int64)
+            for p, w in zip(scores["plugins"], scores["weighted"], strict=True)
+        }
+        best = score_verdict(names, total, weighted, int(np.argmax(total)))
+        return f"scored the {len(names)} nodes kube-scheduler sent (no filter ran): {best}"
     if choice is None:
         return doc["result"]
     if scores is None:

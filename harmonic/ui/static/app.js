@@ -110,7 +110,9 @@ function renderDecision(d) {
   add("result", el("span", { class: `badge ${d.result}`, id: "decision-result" }, d.result));
   add("node", el("span", { id: "decision-node" }, d.node || "—"));
   if (d.message) add("message", el("span", { id: "decision-message" }, d.message));
-  add("nodes", `${d.nodes.all} in the cluster, ${d.nodes.evaluated} evaluated, ${d.nodes.feasible} feasible`);
+  add("nodes", d.source === "extender/prioritize"
+    ? `${d.nodes.all} sent by kube-scheduler to score`
+    : `${d.nodes.all} in the cluster, ${d.nodes.evaluated} evaluated, ${d.nodes.feasible} feasible`);
   add("recorded", `${d.source} ${when(d)} (decision ${d.id})`);
   if (d.preFilter) add("PreFilter", `${d.preFilter.code} from ${d.preFilter.plugin || "?"}: ${d.preFilter.message}`);
   if (d.nominatedNode) add("nominated node", `${d.nominatedNode.node} (${d.nominatedNode.passed ? "passed every filter" : "failed a filter"})`);
@@ -135,6 +137,9 @@ function when(d) {
 }
 
 function filterSection(d) {
+  if (d.source === "extender/prioritize") {
+    return el("section", {}, el("h3", {}, "Filter"), el("p", { class: "muted" }, `Prioritize runs no filter: these ${d.passed.length} nodes are the ones kube-scheduler sent, after its own filters and the extender's filter call (a separate decision).`));
+  }
   const rows = d.filter.map((r) => [r.node, r.code, r.plugin, r.reasons.join(", ")]);
   for (const n of d.passed) rows.push([n, "Success", "", ""]);
   const table = el(
