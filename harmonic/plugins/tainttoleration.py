@@ -26,22 +26,23 @@ from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
 from harmonic.plugins.helpers import default_normalize_score
 
-
-def err_reason_not_match(taint: Taint) -> str:
-    """kube-scheduler's Filter reason, naming the first untolerated taint of the node."""
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-
-
+ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
 _PRESCORE_KEY = "PreScoreTaintToleration"
 
 
-def _untolerated_per_taint_set(
-    snap: Snapshot, tolerations: tuple[Toleration, ...], effect: str
+def _per_taint_set(
+    snap: Snapshot, tolerations: tuple[Toleration, ...], effects: tuple[str, ...], count: bool
 ) -> np.ndarray:
-    """For each distinct taint list: how many of its taints of ``effect`` are untolerated."""
+    """For each distinct taint list: whether one taint of ``effects`` is untolerated (or how many)."""
     out = np.zeros(len(snap.taint_sets), dtype=np.int64)
     for i, taints in enumerate(snap.taint_sets):
-        out[i] = sum(1 for t in taints if t.effect == effect and not tolerated(tolerations, t))
+        n = 0
+        for t in taints:
+            if t.effect in effects and not tolerated(tolerations, t):
+                n += 1
+                if not count:
+                    break
+        out[i] = n
     return out
 
 
@@ -52,29 +53,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Verdicts | None:
         if len(snap.taint_sets) == 1:  # no node has taints
             return None
-        # FindMatchingUntoleratedTaint: the first NoSchedule/NoExecute taint (in the node's order) that
-        # no toleration matches; each distinct taint list gets its own reason naming that taint.
-        reasons: list[tuple[str, ...]] = [()]
-        reason_of_set = np.zeros(len(snap.taint_sets), dtype=np.int32)
-        for i, taints in enumerate(snap.taint_sets):
-            first = next(
-                (
-                    t
-                    for t in taints
-                    if t.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(pod.tolerations, t)
-                ),
-                None,
-            )
-            if first is not None:
-                reason = (err_reason_not_match(first),)
-                if reason not in reasons:
-                    reasons.append(reason)
-                reason_of_set[i] = reasons.index(reason)
-        if len(reasons) == 1:
+        bad_sets = _per_taint_set(snap, pod.tolerations, (NO_SCHEDULE, NO_EXECUTE), count=False)
+        if not bad_sets.any():
             return None
-        reason = reason_of_set[snap.taint_set[slots]]
-        codes = np.where(reason > 0, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0)).astype(np.int8)
-        return Verdicts(codes, reason, reasons)
+        bad = bad_sets[snap.taint_set[slots]] > 0
+        return Verdicts.failing(bad, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NOT_MATCH)
 
     def pre_score(self, state: CycleState, pod: Pod, snap: Snapshot, slots: np.ndarray) -> Status | None:
         prefer = tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
@@ -85,7 +68,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         if len(snap.taint_sets) == 1:
             return np.zeros(len(slots), dtype=np.int64)
         prefer = state.read(_PRESCORE_KEY)
-        per_set = _untolerated_per_taint_set(snap, prefer, PREFER_NO_SCHEDULE)
+        per_set = _per_taint_set(snap, prefer, (PREFER_NO_SCHEDULE,), count=True)
         return per_set[snap.taint_set[slots]]
 
     def normalize_score(

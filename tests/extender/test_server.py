@@ -17,7 +17,7 @@ from harmonic.extender.server import ServerSettings, TLSSettings
 from tests.extender.conftest import Client, compact, fixture, running
 
 N1, N2, N3 = "ip-10-0-1-17.ec2.internal", "ip-10-0-2-33.ec2.internal", "ip-10-0-3-41.ec2.internal"
-TAINTED = "node(s) had untolerated taint {dedicated: gpu}"
+TAINTED = "node(s) had untolerated taint(s)"
 
 #: Only the plugins these tests reason about, so other plugins landing does not move the numbers.
 CONFIG: dict[str, Any] = {

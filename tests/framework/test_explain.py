@@ -90,7 +90,7 @@ def _row(node: str, plugin: str, *reasons: str, code: str = "Unschedulable") -> 
                 _row(
                     "c",
                     "TaintToleration",
-                    "node(s) had untolerated taint {k: v}",
+                    "node(s) had untolerated taint(s)",
                     code="UnschedulableAndUnresolvable",
                 ),
             ],
@@ -128,14 +128,14 @@ def test_closest_node(rows: list[dict[str, Any]], expected: str) -> None:
 def test_verdict_of_a_pending_pod_keeps_the_fit_error_and_adds_the_nearest_miss() -> None:
     doc = {
         "result": "Unschedulable",
-        "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {k: v}. "
+        "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
         "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
         "filter": [
             _row("a", "NodeResourcesFit", "Insufficient cpu"),
             _row(
                 "b",
                 "TaintToleration",
-                "node(s) had untolerated taint {k: v}",
+                "node(s) had untolerated taint(s)",
                 code="UnschedulableAndUnresolvable",
             ),
         ],
@@ -143,6 +143,6 @@ def test_verdict_of_a_pending_pod_keeps_the_fit_error_and_adds_the_nearest_miss(
         "scores": None,
     }
     assert verdict(doc) == (
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {k: v}. "
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). "
         "closest: a stopped only by NodeResourcesFit (Insufficient cpu); later filters not run there"
     )

@@ -70,7 +70,7 @@ def test_scheduled_pod_records_filters_scores_and_choice():
             "node": "tainted",
             "code": "UnschedulableAndUnresolvable",
             "plugin": "TaintToleration",
-            "reasons": ["node(s) had untolerated taint {dedicated: gpu}"],
+            "reasons": ["node(s) had untolerated taint(s)"],
         },
     }
     scores = d["scores"]
@@ -104,7 +104,7 @@ def test_unschedulable_pod_records_every_rejection_and_preemption_message():
     assert d["message"] == h.failure("huge")
     # Go's sort.Strings order of "<count> <reason>".
     assert d["message"].startswith(
-        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu."
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu."
     )
     assert {r["node"]: r["plugin"] for r in d["filter"]} == {
         "small": "NodeResourcesFit",

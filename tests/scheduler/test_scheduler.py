@@ -20,7 +20,7 @@ def test_fit_error_message_counts_reasons_like_kube_scheduler():
     # DefaultPreemption (default profile) appends its own FitError: every rejection is unresolvable (the
     # taints, and a request beyond a node's whole allocatable), so preemption cannot help anywhere.
     assert h.failure("big") == (
-        "0/5 nodes are available: 2 Insufficient memory, 2 node(s) had untolerated taint {dedicated: gpu}, 3 Insufficient cpu."
+        "0/5 nodes are available: 2 Insufficient memory, 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
         " preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     )
 

@@ -93,12 +93,12 @@ def test_pending_live_pod_grouped_by_reason(live_page: Any):
     page.click("button.tab[data-view=pending]")
     page.wait_for_selector("details.group")
     reasons = page.locator("details.group").evaluate_all("els => els.map(e => e.dataset.reason)")
-    assert reasons == ["Insufficient cpu", "node(s) had untolerated taint {dedicated: gpu}"]
+    assert reasons == ["Insufficient cpu", "node(s) had untolerated taint(s)"]
     cpu = page.locator('details.group[data-reason="Insufficient cpu"] .rejection').all_inner_texts()
     # In the order the nodes were evaluated (small first).
     assert cpu == [
         "NodeResourcesFit: Insufficient cpu — 3 nodes: small, a, b",
-        "TaintToleration: node(s) had untolerated taint {dedicated: gpu} — 1 node: tainted",
+        "TaintToleration: node(s) had untolerated taint(s) — 1 node: tainted",
     ]
     assert page.inner_text("#pending-count") == "1 pending pod"
 
