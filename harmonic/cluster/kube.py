@@ -58,6 +58,7 @@ from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.registry import Registry
 from harmonic.framework.services import VOLUMES
 from harmonic.framework.status import Code, Status
+from harmonic.scheduler.client import scheduled_note
 from harmonic.scheduler.metrics import SchedulerMetrics
 from harmonic.scheduler.scheduler import Scheduler, ThreadBinder
 
@@ -194,8 +195,8 @@ class KubeClient:
         return got
 
     # ------------------------------------------------------------------ SchedulerClient
-    def report_scheduled(self, pod: Pod, node_name: str) -> None:
-        note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"
+    def report_scheduled(self, pod: Pod, node_name: str, verdict: str = "") -> None:
+        note = scheduled_note(f"{pod.namespace}/{pod.name}", node_name, verdict)
         self.events.event(pod.raw, "Normal", "Scheduled", "Binding", note, pod.scheduler_name)
 
     def report_failure(self, pod: Pod, reason: str, message: str) -> None:

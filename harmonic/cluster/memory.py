@@ -28,7 +28,7 @@ from harmonic.cluster.storage import InMemoryStorage
 from harmonic.framework.services import NAMESPACES, PDBS
 from harmonic.framework.status import Code, Status
 from harmonic.framework.volumes import VOLUMES_SERVICE
-from harmonic.scheduler.client import truncate_event_message
+from harmonic.scheduler.client import scheduled_note, truncate_event_message
 
 log = logging.getLogger(__name__)
 
@@ -244,12 +244,12 @@ class InMemoryCluster:
         self.update_pod({**old, "status": status})
         return None
 
-    def report_scheduled(self, pod: Pod, node_name: str) -> None:
+    def report_scheduled(self, pod: Pod, node_name: str, verdict: str = "") -> None:
         self.events.append(
             Event(
                 "Normal",
                 "Scheduled",
-                f"Successfully assigned {pod.key} to {node_name}",
+                scheduled_note(pod.key, node_name, verdict),
                 pod.namespace,
                 pod.name,
             )

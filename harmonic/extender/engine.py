@@ -428,7 +428,10 @@ class Extender:
         self, fw: Framework, pod: Pod, slots: np.ndarray, trace: DecisionTrace | None = None
     ) -> np.ndarray:
         if trace is not None:
-            trace.all_nodes = trace.evaluated = len(slots)
+            # Prioritize runs no filter: the nodes are those kube-scheduler sent (it filtered them). The
+            # record says so (nothing evaluated) rather than claim they passed this call's filters, which
+            # a filter call for the same pod may have contradicted.
+            trace.all_nodes, trace.evaluated = len(slots), 0
             trace.feasible = slots
         if len(slots) == 0:
             return np.zeros(0, dtype=np.int64)

@@ -14,7 +14,7 @@ off, a cycle costs one ``is None`` test more.
 
 The JSON document of one decision (keys in kube-scheduler's wire spelling where it has one)::
 
-    {"id", "time", "source": "scheduler" | "extender/filter" | "extender/prioritize",
+    {"id", "time", "wallTime", "source": "scheduler" | "extender/filter" | "extender/prioritize",
      "profile", "pod": "ns/name", "uid",
      "result": "Scheduled" | "Unschedulable" | "Error" | "Filtered" | "Prioritized",
      "node": chosen node or null, "message": the FitError / error text ("" when scheduled),
@@ -30,7 +30,8 @@ The JSON document of one decision (keys in kube-scheduler's wire spelling where 
                (columns, not a dict per node: a few lists of integers are far cheaper to build and
                to encode when decisions have hundreds of nodes),
      "choice": {"node", "total", "ties": [nodes with the best total], "tieBreak"} or null,
-     "postFilter": {"message", "nominatedNode"} or null}
+     "postFilter": {"message", "nominatedNode"} or null,
+     "verdict": one line, ``harmonic.framework.explain.verdict``}
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from time import time as wall_clock
 from typing import Any
 from urllib.parse import parse_qs
 
 import numpy as np
 
 from harmonic.framework.diagnosis import FilterOutcome
+from harmonic.framework.explain import verdict
 from harmonic.framework.status import Code, Status
 
 #: Default size of the live ring buffer (``--decisions-buffer``).
@@ -105,6 +108,9 @@ class DecisionTrace:
     message: str = ""
     post_filter: tuple[str, str | None] | None = None
     id: int = 0
+    #: Wall-clock time (Unix seconds) of the decision, beside ``time`` (the scheduler's clock: monotonic
+    #: live, virtual in a simulation), so an operator can match it with logs and Events.
+    wall: float = field(default_factory=wall_clock)
 
     def to_json(self) -> dict[str, Any]:
         return document(self.to_record())
@@ -141,6 +147,7 @@ class DecisionTrace:
         return {
             "id": self.id,
             "time": round(self.time, 6),
+            "wallTime": round(self.wall, 3),
             "source": self.source,
             "profile": self.profile,
             "pod": self.pod_key,
@@ -228,8 +235,10 @@ def document(rec: dict[str, Any]) -> dict[str, Any]:
             "total": np.frombuffer(sc["total"], dtype=np.int64).tolist(),
         }
     nominated, post = rec["nominated"], rec["postFilter"]
-    return {
+    doc = {
         **{k: rec[k] for k in ("id", "time", "source", "profile", "pod", "uid", "result", "node", "message")},
+        # Records written before wall time was recorded have none.
+        "wallTime": rec.get("wallTime"),
         "nodes": {"all": rec["all"], "evaluated": rec["evaluated"], "feasible": len(passed)},
         "preFilter": rec["preFilter"],
         "nominatedNode": {"node": nominated[0], "passed": nominated[1]} if nominated else None,
@@ -239,6 +248,8 @@ def document(rec: dict[str, Any]) -> dict[str, Any]:
         "choice": rec["choice"],
         "postFilter": {"message": post[0], "nominatedNode": post[1]} if post is not None else None,
     }
+    doc["verdict"] = verdict(doc)
+    return doc
 
 
 class DecisionLog:

@@ -20,11 +20,19 @@ def truncate_event_message(message: str) -> str:
     return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
 
 
+def scheduled_note(pod_key: str, node_name: str, verdict: str) -> str:
+    """kube-scheduler's Scheduled message, with the verdict appended so ``kubectl describe pod`` says why
+    this node; tools matching the message's prefix keep working."""
+    note = f"Successfully assigned {pod_key} to {node_name}"
+    return truncate_event_message(f"{note}: {verdict}") if verdict else note
+
+
 class SchedulerClient(ClusterClient, Protocol):
     """A cluster adapter as the scheduler uses it: plugin calls plus status reporting."""
 
-    def report_scheduled(self, pod: Pod, node_name: str) -> None:
-        """Event ``Scheduled``: ``Successfully assigned <ns>/<name> to <node>``. Called from the
+    def report_scheduled(self, pod: Pod, node_name: str, verdict: str = "") -> None:
+        """Event ``Scheduled``: ``Successfully assigned <ns>/<name> to <node>``, then ``: <verdict>`` (why
+        this node, ``harmonic.framework.explain``) when there is one (``scheduled_note``). Called from the
         binding cycle, which a ``ThreadBinder`` runs on its own threads: it must be thread-safe."""
         ...
 

@@ -53,6 +53,7 @@ from harmonic.framework.events import (
     node_update_events,
     pod_update_events,
 )
+from harmonic.framework.explain import score_verdict
 from harmonic.framework.handle import ProfileHandle
 from harmonic.framework.interface import Clock, QueuedPodInfo
 from harmonic.framework.registry import Registry
@@ -179,6 +180,10 @@ class ScheduleResult:
     feasible_nodes: int = 0
     message: str = ""
     scores: dict[str, int] = field(default_factory=dict)
+
+
+#: CycleState key of the one-line verdict the Scheduled event carries (``explain.score_verdict``).
+VERDICT_KEY = "harmonic/verdict"
 
 
 @dataclass(slots=True)
@@ -765,6 +770,7 @@ class Scheduler:
                 self._replayable = (candidates, processed)
             return None, Status(Code.UNSCHEDULABLE), diagnosis
         if len(feasible) == 1:
+            state.write(VERDICT_KEY, f"{snap.names()[feasible[0]]} was the only feasible node")
             return self._fit(int(feasible[0]), processed, 1), None, None
 
         if not fw.score_plugins:
@@ -778,12 +784,15 @@ class Scheduler:
         if st is not None:
             return None, st, None
         detail = ScoreDetail() if trace is not None else None
-        total, _, st = fw.run_score(state, pod, snap, feasible, detail)
+        total, weighted, st = fw.run_score(state, pod, snap, feasible, detail)
         if st is not None:
             return None, st, None
         if trace is not None:
             trace.score, trace.total = detail, total
         pick = self._tie_break(total)
+        # For the Scheduled event: which plugins put this node ahead of the runner-up (O(nodes), so
+        # written whether or not decisions are recorded).
+        state.write(VERDICT_KEY, score_verdict(snap.names()[feasible], total, weighted, pick))
         return self._fit(int(feasible[pick]), processed, len(feasible)), None, None
 
     def _fit(self, slot: int, evaluated: int, feasible: int) -> _Fit:
@@ -1013,7 +1022,7 @@ class Scheduler:
         # does: handing it to the event writers wakes one of them, and a thread woken from the
         # scheduling thread preempts it (a tenth of its wall time, benchmarks/live_scheduler.py).
         try:
-            self.client.report_scheduled(assumed, node)
+            self.client.report_scheduled(assumed, node, state.get(VERDICT_KEY, ""))
         except Exception:  # the pod is bound and its confirmation posted: only the event is lost
             log.exception("recording the Scheduled event of %s failed", assumed.key)
 

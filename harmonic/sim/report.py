@@ -8,12 +8,13 @@ import importlib.util
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harmonic.sim.engine import World
 from harmonic.sim.metrics import summarize
-from harmonic.sim.plan import Plan
+from harmonic.sim.plan import AddNodes, DrainNode, FailNode, FailZone, Plan, RestoreZone
 
 #: Stands in for plotly.js when the ``sim`` extra is not installed: the page loads, without plots.
 _NO_PLOTLY = "window.Plotly = {newPlot: function () {}};"
@@ -77,67 +78,272 @@ def _utilisation(u: Mapping[str, Any] | None) -> str | None:
     return f"{_fmt(u['mean'], pct=True)} / {_fmt(u['busiest'], pct=True)}"
 
 
-def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+#: Which way a row is better: "higher", "lower", or "" (neither: a count or a descriptive figure).
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric across the profiles: its label, values (as measured and as printed), which direction
+    is better, and what it means (from docs/simulator.md's metrics.json table)."""
+
+    label: str
+    values: list[Any]
+    cells: list[str]
+    better: str
+    definition: str
+    #: Whether profile summaries weigh it: not for figures that measure the machine, not the placement.
+    judged: bool = True
+
+    def best(self) -> set[int]:
+        """Columns holding the best value; empty when no direction applies or every profile ties."""
+        nums = [v for v in self.values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if not self.better or len(nums) < 2 or min(nums) == max(nums):
+            return set()
+        target = max(nums) if self.better == HIGHER else min(nums)
+        return {i for i, v in enumerate(self.values) if v == target}
+
+
+def rows_of(doc: Mapping[str, Any]) -> list[Row]:
     profiles = doc["profiles"]
-    rows: list[tuple[str, list[str]]] = []
+    rows: list[Row] = []
 
-    def row(label: str, get: Any, pct: bool = False) -> None:
-        rows.append((label, [_fmt(get(m), pct) for m in profiles.values()]))
+    def row(
+        label: str, get: Any, pct: bool = False, better: str = "", define: str = "", judged: bool = True
+    ) -> None:
+        values = [get(m) for m in profiles.values()]
+        rows.append(Row(label, values, [_fmt(v, pct) for v in values], better, define, judged))
 
-    row("pods scheduled", lambda m: m["pods_scheduled"])
-    row("pods pending at end", lambda m: m["pods_pending"])
-    row("pods completed", lambda m: m["pods_completed"])
-    row("pods evicted / preempted", lambda m: f"{m['pods_evicted']} / {m['pods_preempted']}")
-    row("nodes in use (mean)", lambda m: m["nodes_in_use"])
-    row("nodes in use (peak)", lambda m: m["nodes_in_use_peak"])
-    row("CPU-seconds completed", lambda m: m["cpu_seconds_completed"])
-    row("zone-failure survivable share", lambda m: m["zone_failure_survivable_share"], pct=True)
-    row("node-failure survivable share", lambda m: m["node_failure_survivable_share"], pct=True)
-    row("cross-node traffic share", lambda m: m["cross_node_traffic_share"], pct=True)
-    row("cross-zone traffic share", lambda m: m["cross_zone_traffic_share"], pct=True)
-    row("added network ms / user request", lambda m: m["added_latency_ms_per_user_request"])
+    row("pods scheduled", lambda m: m["pods_scheduled"], define="pods bound over the run")
+    row("pods pending at end", lambda m: m["pods_pending"], better=LOWER, define="pods unbound at the end")
+    row(
+        "pods completed",
+        lambda m: m["pods_completed"],
+        better=HIGHER,
+        define="pods that finished successfully over the run",
+    )
+    row(
+        "pods evicted / preempted",
+        lambda m: f"{m['pods_evicted']} / {m['pods_preempted']}",
+        define="evicted by drains and node failures / preempted by the scheduler",
+    )
+    row(
+        "nodes in use (mean)",
+        lambda m: m["nodes_in_use"],
+        better=LOWER,
+        define="nodes running at least one pod not owned by a DaemonSet, time average",
+    )
+    row("nodes in use (peak)", lambda m: m["nodes_in_use_peak"], better=LOWER, define="the same, maximum")
+    row(
+        "CPU-seconds completed",
+        lambda m: m["cpu_seconds_completed"],
+        better=HIGHER,
+        define="CPU request (cores) x run time of every pod that finished successfully",
+    )
+    survivable = "share of Deployments and StatefulSets with 2+ running replicas spanning 2+ {}, time average"
+    row(
+        "zone-failure survivable share",
+        lambda m: m["zone_failure_survivable_share"],
+        pct=True,
+        better=HIGHER,
+        define=survivable.format("zones"),
+    )
+    row(
+        "node-failure survivable share",
+        lambda m: m["node_failure_survivable_share"],
+        pct=True,
+        better=HIGHER,
+        define=survivable.format("nodes"),
+    )
+    crossing = "ground truth: share of request traffic whose two ends run on different {}, time average"
+    row(
+        "cross-node traffic share",
+        lambda m: m["cross_node_traffic_share"],
+        pct=True,
+        better=LOWER,
+        define=crossing.format("nodes"),
+    )
+    row(
+        "cross-zone traffic share",
+        lambda m: m["cross_zone_traffic_share"],
+        pct=True,
+        better=LOWER,
+        define=crossing.format("zones"),
+    )
+    row(
+        "added network ms / user request",
+        lambda m: m["added_latency_ms_per_user_request"],
+        better=LOWER,
+        define="ground truth: network round trips added per user request, time average",
+    )
     apps = sorted({a for m in profiles.values() for a in m["user_request_latency_ms"]})
     for app in apps:
         for q in ("p50", "p99"):
             row(
                 f"{app} request latency {q} (ms)",
                 lambda m, a=app, q=q: (m["user_request_latency_ms"].get(a) or {}).get(q),
+                better=LOWER,
+                define=f"ground truth: {q} end-to-end latency of the sampled user requests served",
             )
         row(
             f"{app} request latency p99, M/M/c (ms)",
             lambda m, a=app: (m["user_request_latency_ms_pooled"].get(a) or {}).get("p99"),
+            better=LOWER,
+            define="ground truth, second latency model: p99 with each service's cores as one M/M/c queue",
         )
         row(
             f"{app} utilisation (mean / busiest)",
             lambda m, a=app: _utilisation(m["application_utilisation"].get(a)),
+            define="ground truth: call-weighted mean and busiest replica's utilisation (capped at 0.95)",
         )
     for app in sorted({a for m in profiles.values() for a in m.get("requests_served_during_outage", {})}):
         row(
             f"{app} requests served in outage",
             lambda m, a=app: m["requests_served_during_outage"].get(a),
             pct=True,
+            better=HIGHER,
+            define="ground truth: share of user requests sampled while a zone was down that were served",
         )
-    row("LC slowdown, truth (mean)", lambda m: m["latency_critical_slowdown_truth"]["mean"], pct=True)
-    row("LC slowdown, truth (p95)", lambda m: m["latency_critical_slowdown_truth"]["p95"], pct=True)
+    slowdown = "slowdown of running latency-critical pods from interference"
+    row(
+        "LC slowdown, truth (mean)",
+        lambda m: m["latency_critical_slowdown_truth"]["mean"],
+        pct=True,
+        better=LOWER,
+        define=f"ground truth: mean {slowdown}",
+    )
+    row(
+        "LC slowdown, truth (p95)",
+        lambda m: m["latency_critical_slowdown_truth"]["p95"],
+        pct=True,
+        better=LOWER,
+        define=f"ground truth: p95 {slowdown}",
+    )
     for variant in ("x0.5", "x2", "mixed"):
         row(
             f"LC slowdown, truth {variant} (mean)",
             lambda m, v=variant: m["truth_perturbed"][v]["latency_critical_slowdown_truth"]["mean"],
             pct=True,
+            better=LOWER,
+            define=f"the same under a ground truth perturbed {variant}: robustness to a wrong model",
         )
-    row("batch slowdown, truth (mean)", lambda m: m["batch_slowdown_truth"]["mean"], pct=True)
-    row("batch slowdown, truth (p95)", lambda m: m["batch_slowdown_truth"]["p95"], pct=True)
-    row("LC slowdown, model (mean)", lambda m: m["latency_critical_slowdown"], pct=True)
-    row("time to schedule p50 (s)", lambda m: m["time_to_schedule_seconds"]["p50"])
-    row("time to schedule p99 (s)", lambda m: m["time_to_schedule_seconds"]["p99"])
-    row("CPU allocation mean", lambda m: m["allocation"]["cpu"]["mean"], pct=True)
-    row("CPU allocation stdev", lambda m: m["allocation"]["cpu"]["stdev"], pct=True)
-    row("memory allocation mean", lambda m: m["allocation"]["memory"]["mean"], pct=True)
-    row("memory allocation stdev", lambda m: m["allocation"]["memory"]["stdev"], pct=True)
-    row("unusable free CPU (pending pods)", lambda m: m["fragmentation"]["unusable_cpu_share"], pct=True)
-    row("CPU stranded while pods wait (cores)", lambda m: m["stranded_cpu_cores_while_pending"])
-    row("decisions per second (wall)", lambda m: m["decisions_per_second"])
+    batch = "slowdown of running batch pods from interference, CPU-weighted (their work advances at 1/(1+s))"
+    row(
+        "batch slowdown, truth (mean)",
+        lambda m: m["batch_slowdown_truth"]["mean"],
+        pct=True,
+        better=LOWER,
+        define=f"ground truth: mean {batch}",
+    )
+    row(
+        "batch slowdown, truth (p95)",
+        lambda m: m["batch_slowdown_truth"]["p95"],
+        pct=True,
+        better=LOWER,
+        define=f"ground truth: p95 {batch}",
+    )
+    row(
+        "LC slowdown, model (mean)",
+        lambda m: m["latency_critical_slowdown"],
+        pct=True,
+        better=LOWER,
+        define=f"the scheduler's own model: mean {slowdown}",
+    )
+    row(
+        "time to schedule p50 (s)",
+        lambda m: m["time_to_schedule_seconds"]["p50"],
+        better=LOWER,
+        define="virtual seconds from a pod's creation to its binding, median",
+    )
+    row(
+        "time to schedule p99 (s)",
+        lambda m: m["time_to_schedule_seconds"]["p99"],
+        better=LOWER,
+        define="the same, 99th percentile",
+    )
+    allocation = "requests / allocatable per node"
+    row(
+        "CPU allocation mean",
+        lambda m: m["allocation"]["cpu"]["mean"],
+        pct=True,
+        define=f"CPU {allocation}, mean over nodes and samples",
+    )
+    row(
+        "CPU allocation stdev",
+        lambda m: m["allocation"]["cpu"]["stdev"],
+        pct=True,
+        define=f"CPU {allocation}, spread across nodes (low: balanced, high: packed)",
+    )
+    row(
+        "memory allocation mean",
+        lambda m: m["allocation"]["memory"]["mean"],
+        pct=True,
+        define=f"memory {allocation}, mean over nodes and samples",
+    )
+    row(
+        "memory allocation stdev",
+        lambda m: m["allocation"]["memory"]["stdev"],
+        pct=True,
+        define=f"memory {allocation}, spread across nodes",
+    )
+    row(
+        "unusable free CPU (pending pods)",
+        lambda m: m["fragmentation"]["unusable_cpu_share"],
+        pct=True,
+        better=LOWER,
+        define="share of free CPU no pending pod could use (fragmentation)",
+    )
+    row(
+        "CPU stranded while pods wait (cores)",
+        lambda m: m["stranded_cpu_cores_while_pending"],
+        better=LOWER,
+        define="free CPU cores while pods were pending, time average",
+    )
+    row(
+        "decisions per second (wall)",
+        lambda m: m["decisions_per_second"],
+        better=HIGHER,
+        define="scheduling attempts per wall-clock second of the simulator (machine-dependent)",
+        judged=False,
+    )
     return rows
+
+
+def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    return [(r.label, r.cells) for r in rows_of(doc)]
+
+
+#: Rows a profile summary names on each side (the largest relative changes).
+SUMMARY_ROWS = 3
+#: Relative changes below this are left out of a profile summary: within a run's noise, not a trade-off.
+MIN_CHANGE = 0.01
+
+
+def profile_summaries(doc: Mapping[str, Any]) -> dict[str, str]:
+    """One line per profile but the first (the baseline, kube-scheduler's default): the rows where it
+    does better and worse than the baseline, largest relative change first."""
+    names = list(doc["profiles"])
+    out: dict[str, str] = {}
+    rows = [r for r in rows_of(doc) if r.better and r.judged]
+    for i, name in enumerate(names[1:], start=1):
+        gains: list[tuple[float, str]] = []
+        costs: list[tuple[float, str]] = []
+        for r in rows:
+            base, v = r.values[0], r.values[i]
+            if not isinstance(base, int | float) or not isinstance(v, int | float) or base == v:
+                continue
+            change = (v - base) / abs(base) if base else float("inf")
+            if abs(change) < MIN_CHANGE:
+                continue
+            good = (v > base) == (r.better == HIGHER)
+            text = f"{r.label} {r.cells[0]} → {r.cells[i]}"
+            (gains if good else costs).append((abs(change), text))
+        gains.sort(key=lambda g: -g[0])
+        costs.sort(key=lambda c: -c[0])
+        better = "; ".join(t for _, t in gains[:SUMMARY_ROWS]) or "nothing"
+        worse = "; ".join(t for _, t in costs[:SUMMARY_ROWS]) or "nothing"
+        out[name] = f"against {names[0]}: better on {better}. Worse on {worse}."
+    return out
 
 
 def format_table(doc: Mapping[str, Any]) -> str:
@@ -164,7 +370,69 @@ def _layout(title: str, ytitle: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+#: Past this many nodes, per-node bars are unreadable: the report shows the distribution instead.
+MAX_NODE_BARS = 50
+
+
+def event_markers(plan: Plan) -> list[tuple[float, str]]:
+    """The scenario's cluster events as (virtual minute, label), for the timelines' vertical markers."""
+    out: list[tuple[float, str]] = []
+    for t in plan.timeline:
+        a = t.action
+        if plan.duration is not None and t.time > plan.duration:
+            break  # the run ended before it: a marker would stretch the time axis past the data
+        if isinstance(a, AddNodes):
+            label = f"{len(a.nodes)} node{'s' if len(a.nodes) != 1 else ''} added"
+        elif isinstance(a, DrainNode):
+            label = f"{a.node} drained"
+        elif isinstance(a, FailNode):
+            label = f"{a.node} failed"
+        elif isinstance(a, FailZone):
+            label = f"{a.zone} down"
+        elif isinstance(a, RestoreZone):
+            label = f"{a.zone} restored"
+        else:
+            continue
+        out.append((t.time / 60, label))
+    return out
+
+
+def _with_markers(layout: dict[str, Any], markers: list[tuple[float, str]]) -> dict[str, Any]:
+    """A timeline's layout with a dotted vertical line and a label at each scenario event."""
+    shapes = [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": m,
+            "x1": m,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": "#999", "width": 1, "dash": "dot"},
+        }
+        for m, _ in markers
+    ]
+    notes = [
+        {
+            "x": m,
+            "y": 1,
+            "xref": "x",
+            "yref": "paper",
+            "text": label,
+            "showarrow": False,
+            "textangle": -90,
+            "xanchor": "right",
+            "yanchor": "top",
+            "font": {"size": 9, "color": "#666"},
+        }
+        for m, label in markers
+    ]
+    return {**layout, "shapes": shapes, "annotations": notes}
+
+
+def figures(
+    worlds: Mapping[str, World], doc: Mapping[str, Any], markers: list[tuple[float, str]] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     util: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
@@ -214,7 +482,11 @@ def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[s
             {"data": in_use, "layout": _layout("Nodes running workload pods (DaemonSets aside)", "nodes")},
         )
     )
+    many = max((len(w.recorder.final_allocation) for w in worlds.values()), default=0) > MAX_NODE_BARS
     for resource, idx in (("CPU", 0), ("memory", 1)):
+        if many:
+            out.append(_allocation_distribution(worlds, resource, idx))
+            continue
         bars = []
         for i, (name, w) in enumerate(worlds.items()):
             alloc = w.recorder.final_allocation
@@ -298,7 +570,44 @@ def figures(worlds: Mapping[str, World], doc: Mapping[str, Any]) -> list[tuple[s
                 },
             )
         )
+    if markers:
+        timelines = {"Allocation over time", "Pending pods", "Nodes in use", "Traffic locality over time"}
+        timelines.add("User-request latency (ground truth)")
+        out = [
+            (title, {**fig, "layout": _with_markers(fig["layout"], markers)})
+            if title in timelines
+            else (title, fig)
+            for title, fig in out
+        ]
     return out
+
+
+def _allocation_distribution(
+    worlds: Mapping[str, World], resource: str, idx: int
+) -> tuple[str, dict[str, Any]]:
+    """How many nodes end at each allocation level, one outline per profile (a bar per node would be a
+    thousand slivers)."""
+    traces = [
+        {
+            "type": "histogram",
+            "name": name,
+            "x": [a[idx] for a in w.recorder.final_allocation.values()],
+            "xbins": {"start": 0, "end": 1.0001, "size": 0.05},
+            "opacity": 0.55,
+            "marker": {"color": _COLOURS[i % len(_COLOURS)]},
+        }
+        for i, (name, w) in enumerate(worlds.items())
+    ]
+    layout = _layout(
+        f"{resource} allocation across nodes at the end (distribution)",
+        "nodes",
+        xtitle="allocation (requests / allocatable)",
+        barmode="overlay",
+    )
+    layout["xaxis"]["tickformat"] = ".0%"
+    # Idle nodes dwarf the rest of a large cluster: a log scale keeps the few busy levels visible.
+    layout["yaxis"]["type"] = "log"
+    return f"Per-node {resource} allocation", {"data": traces, "layout": layout}
 
 
 def _natural(name: str) -> list[Any]:
@@ -327,13 +636,16 @@ def _script_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
 
 
-def render_html(doc: Mapping[str, Any], worlds: Mapping[str, World]) -> str:
+def render_html(
+    doc: Mapping[str, Any], worlds: Mapping[str, World], markers: list[tuple[float, str]] | None = None
+) -> str:
     sc = doc["scenario"]
     names = list(doc["profiles"])
     head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
-    body = "".join(
-        f"<tr><td>{html.escape(label)}</td>{''.join(f'<td>{html.escape(v)}</td>' for v in vals)}</tr>"
-        for label, vals in table_rows(doc)
+    body = "".join(_html_row(r) for r in rows_of(doc))
+    summaries = "".join(
+        f"<li><strong>{html.escape(n)}</strong> {html.escape(line)}</li>"
+        for n, line in profile_summaries(doc).items()
     )
     reasons = []
     for n, m in doc["profiles"].items():
@@ -344,7 +656,7 @@ def render_html(doc: Mapping[str, Any], worlds: Mapping[str, World]) -> str:
             + (f"<ul>{items}</ul>" if items else "")
             + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
         )
-    figs = figures(worlds, doc)
+    figs = figures(worlds, doc, markers)
     divs = []
     scripts = []
     for i, (title, fig) in enumerate(figs):
@@ -375,12 +687,17 @@ def render_html(doc: Mapping[str, Any], worlds: Mapping[str, World]) -> str:
 body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }}
 table {{ border-collapse: collapse; }} td, th {{ padding: .3rem .8rem; border-bottom: 1px solid #ddd; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }} .fig {{ height: 420px; }}
+td.best {{ background: #e6f7ec; font-weight: 600; }} td[title] {{ cursor: help; text-decoration: underline dotted #aaa; }}
+.arrow {{ color: #888; }}
 </style>
 <script>{_plotly_js()}</script>
 </head><body>
 <h1>Simulation: {html.escape(sc["name"])}</h1>{_plotly_missing()}
 <p>{html.escape(" · ".join(facts))}. Metrics: <a href="metrics.json">metrics.json</a>.</p>
 <h2>Side by side</h2>
+<ul id="profile-summaries">{summaries}</ul>
+<p class="legend">▲ higher is better, ▼ lower is better; the best value of a row is highlighted. Hover a
+metric for its definition.</p>
 <table id="summary"><thead><tr><th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table>
 {"".join(divs)}
 <section><h2>Pending pods and notes</h2>{"".join(reasons)}</section>
@@ -389,10 +706,19 @@ td:first-child, th:first-child {{ text-align: left; }} .fig {{ height: 420px; }}
 """
 
 
+def _html_row(r: Row) -> str:
+    arrow = {HIGHER: " <span class=arrow>▲</span>", LOWER: " <span class=arrow>▼</span>"}.get(r.better, "")
+    best = r.best()
+    cells = "".join(
+        f"<td{' class=best' if i in best else ''}>{html.escape(v)}</td>" for i, v in enumerate(r.cells)
+    )
+    return f'<tr><td title="{html.escape(r.definition)}">{html.escape(r.label)}{arrow}</td>{cells}</tr>'
+
+
 def write_report(out_dir: str | Path, plan: Plan, worlds: Mapping[str, World]) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     doc = metrics_document(plan, worlds)
     (out / "metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out / "report.html").write_text(render_html(doc, worlds))
+    (out / "report.html").write_text(render_html(doc, worlds, event_markers(plan)))
     return doc

@@ -32,7 +32,7 @@ from harmonic.sim.explore import DECISIONS_FILE, GRAPH_FILE, PENDING_FILE, read_
 METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.html"
 PLACED = ("Scheduled", "Filtered", "Prioritized")
-SUMMARY_KEYS = ("id", "time", "source", "profile", "pod", "uid", "result", "node", "message")
+SUMMARY_KEYS = ("id", "time", "wallTime", "source", "profile", "pod", "uid", "result", "node", "message")
 
 
 class _Summary(msgspec.Struct):
@@ -46,6 +46,7 @@ class _Summary(msgspec.Struct):
     result: str
     node: str | None
     message: str
+    wallTime: float | None = None
 
 
 class SourceError(RuntimeError):

@@ -56,7 +56,9 @@ def test_schedules_writes_events_and_conditions(api: ApiServerDouble, start_sche
     assert ev["regarding"]["name"] == "too-big" and ev["regarding"]["kind"] == "Pod"
     sched = api.events("Scheduled")[0]
     node_name = api.pod_placement()[f"default/{sched['regarding']['name']}"]
-    assert sched["note"] == f"Successfully assigned default/{sched['regarding']['name']} to {node_name}"
+    # kube-scheduler's message first, then why this node (which tied nodes won the draw varies).
+    prefix = f"Successfully assigned default/{sched['regarding']['name']} to {node_name}: {node_name} "
+    assert sched["note"].startswith(prefix)
     assert sched["action"] == "Binding" and sched["type"] == "Normal"
     assert cond["type"] == "PodScheduled" and cond["status"] == "False"
     assert cond["reason"] == "Unschedulable" and cond["message"] == ev["note"]

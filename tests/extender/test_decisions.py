@@ -35,6 +35,9 @@ def test_filter_and_prioritize_are_recorded_and_served():
         N3: ("NodeResourcesFit", ["Insufficient cpu"]),
     }
     assert (prio["source"], prio["result"]) == ("extender/prioritize", "Prioritized")
+    # Prioritize ran no filter: its record must not say the nodes the filter call rejected passed one.
+    assert prio["nodes"]["evaluated"] == 0 and prio["filter"] == []
+    assert prio["verdict"].startswith("scored the 3 nodes kube-scheduler sent (no filter ran): ")
     assert [p["name"] for p in prio["scores"]["plugins"]] == ["TaintToleration", "NodeResourcesFit"]
     scores = prio["scores"]
     assert scores["nodes"] == [N1, N2, N3]

@@ -342,9 +342,18 @@ REJECT = "PodGroup ns/pg1 gets rejected due to Pod p is unschedulable even after
 @pytest.mark.parametrize(
     ("name", "target", "existing", "min_member", "want"),
     [
+        # Upstream says "can not find pod group" for this pod too; Harmonic keeps the message for a pod
+        # whose named group is missing and spares it the FitError of pods outside any gang.
         (
             "pod does not belong to any pod group",
             _p("p"),
+            [],
+            2,
+            (Code.UNSCHEDULABLE, ""),
+        ),
+        (
+            "pod names a pod group that does not exist",
+            _p("p", "missing"),
             [],
             2,
             (Code.UNSCHEDULABLE, "can not find pod group"),

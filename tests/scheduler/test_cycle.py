@@ -12,6 +12,7 @@ from harmonic.scheduler.waiting import go_duration
 from harmonic.testing import node, pod
 from harmonic.testing.harness import DeferredBinder, Harness
 from tests.scheduler import plugins as tp
+from tests.scheduler.test_decisions import TWO_SCORERS, _cluster
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +154,9 @@ def test_permit_wait_then_allow_binds():
     wp.allow("Waiter")
     h.schedule()
     assert h.placement() == {"default/p": "a"}
-    assert h.events("p") == [("Scheduled", "Successfully assigned default/p to a")]
+    assert h.events("p") == [
+        ("Scheduled", "Successfully assigned default/p to a: a was the only feasible node")
+    ]
 
 
 def test_permit_reject_through_the_handle():
@@ -252,8 +255,26 @@ def test_scheduled_pod_gets_scheduled_event_and_condition():
     h.add_nodes([node("a").obj()])
     h.add_pods([pod("p").obj()])
     h.schedule()
-    assert h.events("p") == [("Scheduled", "Successfully assigned default/p to a")]
+    # kube-scheduler's message, then why this node (kubectl describe pod shows it).
+    assert h.events("p") == [
+        ("Scheduled", "Successfully assigned default/p to a: a was the only feasible node")
+    ]
     assert h.condition("p") == {"type": "PodScheduled", "status": "True"}
+
+
+def test_scheduled_event_says_which_plugins_chose_the_node():
+    h = Harness(TWO_SCORERS)
+    _cluster(h)
+    h.add_pods([pod("web").req(cpu="2", memory="1Gi").obj()])
+    h.schedule()
+    # Worked out by hand in tests/scheduler/test_decisions.py: b totals 75 + 3 x 100 = 375, a 62 + 3 x 0 =
+    # 62, so b wins by 313: TaintToleration 300 - 0, NodeResourcesFit 75 - 62.
+    assert h.events("web") == [
+        (
+            "Scheduled",
+            "Successfully assigned default/web to b: b won by 313 over a: TaintToleration +300, NodeResourcesFit +13",
+        )
+    ]
 
 
 def test_binding_confirmation_moves_pods_that_need_an_assigned_pod():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harmonic.sim.report import format_table, write_report
+from harmonic.sim.report import format_table, profile_summaries, rows_of, write_report
 from tests.chromium import chromium
 
 from .helpers import deployment, job, objects, plan_of, scenario
@@ -86,3 +86,78 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         check=True,
     )
     assert shot.stat().st_size > 50_000
+
+
+def test_report_marks_the_scenarios_events_on_timelines(report):
+    html = (report / "report.html").read_text()
+    # The scenario adds one node at 300 s: a dotted line at minute 5 labelled so, on each timeline.
+    assert '"text":"1 node added"' in html and '"x0":5.0' in html
+
+
+def _metrics(**over: object) -> dict[str, object]:
+    """A profile's metrics.json entry with the fields the side-by-side table reads."""
+    m: dict[str, object] = {
+        "pods_scheduled": 10,
+        "pods_pending": 0,
+        "pods_completed": 4,
+        "pods_evicted": 0,
+        "pods_preempted": 0,
+        "nodes_in_use": 5.0,
+        "nodes_in_use_peak": 6,
+        "cpu_seconds_completed": 100.0,
+        "zone_failure_survivable_share": 0.5,
+        "node_failure_survivable_share": 1.0,
+        "cross_node_traffic_share": 0.6,
+        "cross_zone_traffic_share": 0.3,
+        "added_latency_ms_per_user_request": 2.0,
+        "user_request_latency_ms": {},
+        "latency_critical_slowdown_truth": {"mean": 0.1, "p95": 0.2},
+        "truth_perturbed": {
+            v: {"latency_critical_slowdown_truth": {"mean": 0.1}} for v in ("x0.5", "x2", "mixed")
+        },
+        "latency_critical_slowdown": 0.1,
+        "time_to_schedule_seconds": {"p50": 0.0, "p99": 1.0},
+        "allocation": {"cpu": {"mean": 0.4, "stdev": 0.1}, "memory": {"mean": 0.3, "stdev": 0.1}},
+        "fragmentation": {"unusable_cpu_share": 0.0},
+        "stranded_cpu_cores_while_pending": 0.0,
+        "decisions_per_second": 1000,
+    }
+    m.update(over)
+    return m
+
+
+@pytest.mark.parametrize(
+    ("label", "values", "best"),
+    [
+        ("nodes in use (mean)", (5.0, 3.0, 3.0), {1, 2}),  # lower is better; ties all highlighted
+        ("cross-zone traffic share", (0.3, 0.1, 0.2), {1}),
+        ("pods completed", (4, 9, 4), {1}),  # higher is better
+        ("pods scheduled", (10, 12, 11), set()),  # no direction: nothing highlighted
+        ("nodes in use (peak)", (6, 6, 6), set()),  # every profile ties: nothing stands out
+    ],
+)
+def test_best_value_per_row(label: str, values: tuple[object, ...], best: set[int]) -> None:
+    key = {
+        "nodes in use (mean)": "nodes_in_use",
+        "cross-zone traffic share": "cross_zone_traffic_share",
+        "pods completed": "pods_completed",
+        "pods scheduled": "pods_scheduled",
+        "nodes in use (peak)": "nodes_in_use_peak",
+    }[label]
+    doc = {"profiles": {f"p{i}": _metrics(**{key: v}) for i, v in enumerate(values)}}
+    (row,) = [r for r in rows_of(doc) if r.label == label]
+    assert row.best() == best
+    assert row.definition  # every row says what it measures
+
+
+def test_profile_summary_names_gains_and_costs_against_the_first_profile() -> None:
+    doc = {
+        "profiles": {
+            "default-scheduler": _metrics(),
+            "bin-packing": _metrics(nodes_in_use=2.5, cross_zone_traffic_share=0.45),
+        }
+    }
+    assert profile_summaries(doc) == {
+        "bin-packing": "against default-scheduler: better on nodes in use (mean) 5 → 2.5. "
+        "Worse on cross-zone traffic share 30.0% → 45.0%."
+    }

@@ -42,15 +42,25 @@ def test_click_a_live_pod_and_see_its_scores(live_page: Any):
     page.wait_for_selector("#score-table")
     assert page.inner_text("#decision-result") == "Scheduled"
     assert page.inner_text("#decision-node") == "b"
-    # Worked out by hand in tests/scheduler/test_decisions.py: a 62 + 3 x 0, b 75 + 3 x 100.
+    # Worked out by hand in tests/scheduler/test_decisions.py: a 62 + 3 x 0, b 75 + 3 x 100. The verdict
+    # comes first; weighted scores by default, TaintToleration (300 apart) before NodeResourcesFit (13).
+    assert (
+        page.inner_text("#decision-verdict")
+        == "b won by 313 over a: TaintToleration +300, NodeResourcesFit +13"
+    )
+    headers = [h.strip() for h in page.locator("#score-table thead th").all_inner_texts()]
+    assert headers == ["Node", "Total", "TaintToleration", "NodeResourcesFit"]
     rows = {
         r.get_attribute("data-node"): r.locator("td").all_inner_texts()
         for r in page.locator("#score-table tbody tr").all()
     }
-    assert rows == {
-        "b": ["b", "375", "75", "75", "75", "0", "100", "300"],
-        "a": ["a", "62", "62", "62", "62", "1", "0", "0"],
+    assert rows == {"b": ["b", "375", "300", "75"], "a": ["a", "62", "0", "62"]}
+    page.select_option("#score-mode", "raw")
+    rows = {
+        r.get_attribute("data-node"): r.locator("td").all_inner_texts()
+        for r in page.locator("#score-table tbody tr").all()
     }
+    assert rows == {"b": ["b", "375", "0", "75"], "a": ["a", "62", "1", "62"]}
     assert page.get_attribute("#score-table tbody tr:first-child", "class") == "chosen"
     assert page.inner_text("#decision-tiebreak") == "the only node with the best total (b)"
     verdicts = {
@@ -70,10 +80,11 @@ def test_sort_scores_by_a_plugin(live_page: Any):
     page.click("#decision-list li >> text=default/web")
     page.wait_for_selector("#score-table")
     assert _column(page, "Total") == [375, 62]  # best first
-    page.click("#score-table th >> text=NodeResourcesFit raw")
-    first = _column(page, "NodeResourcesFit raw")
-    page.click("#score-table th >> text=NodeResourcesFit raw")
-    second = _column(page, "NodeResourcesFit raw")
+    page.click("#score-table th >> text=NodeResourcesFit")
+    first = _column(page, "NodeResourcesFit")
+    page.focus("#score-table th >> text=NodeResourcesFit")
+    page.keyboard.press("Enter")  # headers sort from the keyboard too
+    second = _column(page, "NodeResourcesFit")
     assert sorted([first, second]) == [[62, 75], [75, 62]]
 
 
@@ -127,12 +138,12 @@ def test_report_scheduled_pod_scores(page: Any, report_explorer: str):
     page.locator("#decision-list li").first.click()
     page.wait_for_selector("#score-table")
     headers = [h.strip() for h in page.locator("#score-table thead th").all_inner_texts()]
-    plugins = [h[: -len(" raw")] for h in headers if h.endswith(" raw")]
+    plugins = headers[2:]
     assert "NodeResourcesFit" in plugins and "TaintToleration" in plugins
-    weighted = [h for h in headers if " ×" in h]
     totals = _column(page, "Total")
-    sums = [sum(v) for v in zip(*(_column(page, h) for h in weighted), strict=True)]
-    assert totals == sums
+    sums = [sum(v) for v in zip(*(_column(page, h) for h in plugins), strict=True)]
+    assert totals == sums  # weighted scores are shown by default, and add up to the total
+    assert page.inner_text("#decision-verdict").startswith(page.inner_text("#decision-node"))
     chosen = page.locator("#score-table tr.chosen td").first.inner_text()
     assert chosen == page.inner_text("#decision-node")
 
@@ -171,3 +182,32 @@ def test_token_is_required_and_the_printed_url_logs_in(
     page.wait_for_selector("body[data-ready=true]")
     assert page.url == url + "/"
     assert page.locator("#decision-list li").count() > 0
+
+
+def test_first_screen_shows_the_verdict_and_pins_node_and_total(page: Any, report_explorer: str):
+    """At a laptop's size the verdict is in view without scrolling, and the Node and Total columns stay
+    put while the plugin columns scroll sideways."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _open(page, report_explorer)
+    page.select_option("#profile-select", "default-scheduler")
+    page.wait_for_function("document.querySelectorAll('#decision-list li').length > 0")
+    page.fill("#pod-search", "default/web")
+    page.focus("#decision-list li")
+    page.keyboard.press("Enter")  # the list answers the keyboard
+    page.wait_for_selector("#score-table")
+    verdict = page.locator("#decision-verdict").bounding_box()
+    assert verdict is not None and verdict["y"] + verdict["height"] <= 720
+    assert " won by " in page.inner_text("#decision-verdict") or "tied with" in page.inner_text(
+        "#decision-verdict"
+    )
+    # Make the table overflow its pane, scroll it, and check the pinned cells did not move.
+    page.eval_on_selector("#score-table", "t => { t.style.minWidth = '4000px'; }")
+    before = [
+        page.locator(f"#score-table tbody tr:first-child td:nth-child({i})").bounding_box() for i in (1, 2, 3)
+    ]
+    page.eval_on_selector(".table-wrap", "w => { w.scrollLeft = 1000; }")
+    after = [
+        page.locator(f"#score-table tbody tr:first-child td:nth-child({i})").bounding_box() for i in (1, 2, 3)
+    ]
+    assert [b["x"] for b in after[:2]] == [b["x"] for b in before[:2]]  # type: ignore[index]
+    assert after[2]["x"] < before[2]["x"]  # type: ignore[index]

@@ -173,6 +173,11 @@ class Coscheduling(
         if state.get(_TURN_KEY):
             return PostFilterResult(), Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "waiting for its turn")
         full, pg = self.mgr.get_pod_group(pod)
+        if not full:
+            # Upstream answers "can not find pod group" here too, and its PostFilter aggregation appends
+            # that to the FitError of every pod outside a gang, where it only misleads: a pod that names
+            # no group gets a plain Unschedulable (same code, so the same queueing), without the message.
+            return PostFilterResult(), Status(Code.UNSCHEDULABLE)
         if pg is None:
             return PostFilterResult(), Status(Code.UNSCHEDULABLE, "can not find pod group")
         assigned = self.mgr.assigned_count(full)

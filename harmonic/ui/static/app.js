@@ -46,22 +46,52 @@ async function loadDecisions() {
   renderList();
 }
 
+// The list pages rather than rendering thousands of rows; the count says how many exist.
+const PAGE = 200;
+
 function renderList() {
   const q = $("#pod-search").value.trim();
   const rows = state.summaries.filter((s) => !q || s.pod.includes(q));
-  $("#decision-count").textContent = `${rows.length} of ${state.summaries.length} decisions`;
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+  state.page = Math.min(state.page || 0, pages - 1);
+  const from = state.page * PAGE;
+  const shown = rows.slice(from, from + PAGE);
+  const of = rows.length === state.summaries.length ? "" : ` (of ${state.summaries.length})`;
+  $("#decision-count").textContent = rows.length
+    ? `${from + 1}–${from + shown.length} of ${rows.length} decisions${of}`
+    : `0 decisions${of}`;
+  $("#page-prev").disabled = state.page === 0;
+  $("#page-next").disabled = state.page >= pages - 1;
   const list = $("#decision-list");
   list.replaceChildren(
-    ...rows.slice(0, 2000).map((s) =>
+    ...shown.map((s) =>
       el(
         "li",
-        { "data-id": s.id, class: s.id === state.selected ? "selected" : "", on: { click: () => openDecision(s.id) } },
+        {
+          "data-id": s.id,
+          tabindex: "0",
+          role: "option",
+          class: s.id === state.selected ? "selected" : "",
+          on: { click: () => openDecision(s.id), keydown: listKey },
+        },
         el("span", { class: "pod-name", title: s.pod }, s.pod),
         el("span", { class: "muted" }, s.profile),
         el("span", { class: `badge ${s.result}` }, s.result),
       ),
     ),
   );
+}
+
+function listKey(ev) {
+  const li = ev.currentTarget;
+  if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); li.click(); }
+  else if (ev.key === "ArrowDown" && li.nextElementSibling) { ev.preventDefault(); li.nextElementSibling.focus(); }
+  else if (ev.key === "ArrowUp" && li.previousElementSibling) { ev.preventDefault(); li.previousElementSibling.focus(); }
+}
+
+function turnPage(step) {
+  state.page = (state.page || 0) + step;
+  renderList();
 }
 
 async function openDecision(id) {
@@ -80,8 +110,10 @@ function renderDecision(d) {
   add("result", el("span", { class: `badge ${d.result}`, id: "decision-result" }, d.result));
   add("node", el("span", { id: "decision-node" }, d.node || "—"));
   if (d.message) add("message", el("span", { id: "decision-message" }, d.message));
-  add("nodes", `${d.nodes.all} in the cluster, ${d.nodes.evaluated} evaluated, ${d.nodes.feasible} feasible`);
-  add("recorded", `${d.source} at t=${d.time}s (decision ${d.id})`);
+  add("nodes", d.source === "extender/prioritize"
+    ? `${d.nodes.all} sent by kube-scheduler to score`
+    : `${d.nodes.all} in the cluster, ${d.nodes.evaluated} evaluated, ${d.nodes.feasible} feasible`);
+  add("recorded", `${d.source} ${when(d)} (decision ${d.id})`);
   if (d.preFilter) add("PreFilter", `${d.preFilter.code} from ${d.preFilter.plugin || "?"}: ${d.preFilter.message}`);
   if (d.nominatedNode) add("nominated node", `${d.nominatedNode.node} (${d.nominatedNode.passed ? "passed every filter" : "failed a filter"})`);
   if (d.choice) {
@@ -89,10 +121,25 @@ function renderDecision(d) {
     add("tie-break", el("span", { id: "decision-tiebreak" }, `${d.choice.tieBreak} (${d.choice.ties.join(", ")})`));
   }
   if (d.postFilter) add("PostFilter", `${d.postFilter.message || "—"}${d.postFilter.nominatedNode ? ` — nominated ${d.postFilter.nominatedNode}` : ""}`);
-  pane.replaceChildren(el("h2", {}, d.pod), kv, scoreSection(d), filterSection(d));
+  pane.replaceChildren(
+    el("h2", {}, d.pod),
+    el("p", { id: "decision-verdict", class: `verdict ${d.result}` }, d.verdict || d.message || d.result),
+    scoreSection(d),
+    kv,
+    filterSection(d),
+  );
+}
+
+// Live decisions carry wall-clock time; a simulation's time is virtual seconds since its start.
+function when(d) {
+  if (state.info.mode === "live" && d.wallTime) return `at ${new Date(d.wallTime * 1000).toLocaleString()}`;
+  return `at t=${d.time}s`;
 }
 
 function filterSection(d) {
+  if (d.source === "extender/prioritize") {
+    return el("section", {}, el("h3", {}, "Filter"), el("p", { class: "muted" }, `Prioritize runs no filter: these ${d.passed.length} nodes are the ones kube-scheduler sent, after its own filters and the extender's filter call (a separate decision).`));
+  }
   const rows = d.filter.map((r) => [r.node, r.code, r.plugin, r.reasons.join(", ")]);
   for (const n of d.passed) rows.push([n, "Success", "", ""]);
   const table = el(
@@ -102,43 +149,91 @@ function filterSection(d) {
     el("tbody", {}, rows.map((r) => el("tr", { "data-node": r[0] }, r.map((c) => el("td", {}, c))))),
   );
   new Tablesort(table);
+  // Per (plugin, reasons): how many nodes it stopped; the per-node table opens on demand when long.
+  const counts = new Map();
+  for (const r of d.filter) {
+    const key = `${r.plugin || r.code}: ${r.reasons.join(", ")}`;
+    counts.set(key, (counts.get(key) || 0) + 1);
+  }
+  const byReason = el("ul", { id: "filter-summary" }, [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => el("li", {}, `${n} node${n === 1 ? "" : "s"} — ${k}`)));
+  const long = rows.length > TOP_NODES * 2;
+  const perNode = long ? el("details", {}, el("summary", {}, `every node (${rows.length})`), table) : table;
   return el(
     "section",
     {},
     el("h3", {}, `Filter (${d.filter.length} rejected, ${d.passed.length} passed)`),
+    d.filter.length ? byReason : null,
     d.nodes.evaluated < d.nodes.all && !d.preFilter
       ? el("p", { class: "muted" }, `${d.nodes.all - d.nodes.evaluated} nodes were not evaluated (percentageOfNodesToScore: enough feasible nodes were found) or were left out by PreFilter.`)
       : null,
-    rows.length ? table : el("p", { class: "muted" }, "No node was filtered."),
+    rows.length ? perNode : el("p", { class: "muted" }, "No node was filtered."),
   );
+}
+
+// Nodes shown before "show all": the best ten by total, plus the chosen one.
+const TOP_NODES = 10;
+const SCORE_MODES = { weighted: "weighted (normalized × weight)", normalized: "normalized", raw: "raw Score" };
+
+// Plugin order: by how much each put the chosen node ahead of the runner-up, then by how much it
+// spread the nodes apart at all (a plugin that scores every node alike decides nothing).
+function pluginOrder(s, chosen) {
+  const byTotal = s.total.map((t, j) => [t, j]).filter(([, j]) => j !== chosen).sort((a, b) => b[0] - a[0]);
+  const runner = byTotal.length ? byTotal[0][1] : -1;
+  const key = s.plugins.map((_, i) => {
+    const w = s.weighted[i];
+    const diff = runner < 0 || chosen < 0 ? 0 : Math.abs(w[chosen] - w[runner]);
+    return [diff, Math.max(...w) - Math.min(...w), i];
+  });
+  return key.sort((a, b) => b[0] - a[0] || b[1] - a[1] || a[2] - b[2]).map((k) => k[2]);
 }
 
 function scoreSection(d) {
   if (!d.scores) return el("section", {}, el("h3", {}, "Score"), el("p", { class: "muted" }, "No node was scored."));
-  const plugins = d.scores.plugins;
-  const head = [el("th", {}, "Node"), el("th", { "data-sort-method": "number", "data-sort-default": "", "aria-sort": "ascending" }, "Total")];
-  for (const p of plugins) {
-    head.push(el("th", { "data-sort-method": "number" }, `${p.name} raw`));
-    head.push(el("th", { "data-sort-method": "number" }, `${p.name} normalized`));
-    head.push(el("th", { "data-sort-method": "number", title: `normalized × weight ${p.weight}` }, `${p.name} ×${p.weight}`));
-  }
-  const ties = new Set(d.choice ? d.choice.ties : []);
   const s = d.scores;  // columns: s.raw[plugin][node], ...
-  const body = s.nodes.map((node, j) => {
-    const cells = [el("td", {}, node), el("td", { class: "num" }, s.total[j])];
-    plugins.forEach((_, i) => {
-      cells.push(el("td", { class: "num" }, s.raw[i][j]), el("td", { class: "num" }, s.normalized[i][j]), el("td", { class: "num" }, s.weighted[i][j]));
-    });
-    const cls = d.choice && node === d.choice.node ? "chosen" : ties.has(node) ? "tie" : "";
+  const chosen = d.choice ? s.nodes.indexOf(d.choice.node) : -1;
+  const order = pluginOrder(s, chosen);
+  const mode = state.scoreMode || "weighted";
+  const byTotal = s.nodes.map((_, j) => j).sort((a, b) => s.total[b] - s.total[a]);
+  let shown = state.showAllNodes ? byTotal : byTotal.slice(0, TOP_NODES);
+  if (chosen >= 0 && !shown.includes(chosen)) shown = [...shown, chosen];
+  const head = [
+    el("th", { class: "pin-node" }, "Node"),
+    el("th", { class: "pin-total", "data-sort-method": "number", "data-sort-default": "", "aria-sort": "ascending" }, "Total"),
+    ...order.map((i) => el("th", { "data-sort-method": "number", title: `${s.plugins[i].name}, weight ${s.plugins[i].weight}: ${SCORE_MODES[mode]}` }, s.plugins[i].name)),
+  ];
+  const ties = new Set(d.choice ? d.choice.ties : []);
+  const body = shown.map((j) => {
+    const node = s.nodes[j];
+    const cells = [el("td", { class: "pin-node", title: node }, node), el("td", { class: "num pin-total" }, s.total[j])];
+    for (const i of order) cells.push(el("td", { class: "num" }, s[mode][i][j]));
+    const cls = j === chosen ? "chosen" : ties.has(node) ? "tie" : "";
     return el("tr", { "data-node": node, class: cls }, cells);
   });
-  const table = el("table", { id: "score-table" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, body));
+  const table = el("table", { id: "score-table", class: "pinned" }, el("thead", {}, el("tr", {}, head)), el("tbody", {}, body));
   new Tablesort(table, { descending: true });
+  // tablesort makes each sortable header focusable and sorts on Enter as on a click.
+  const modes = el(
+    "select",
+    { id: "score-mode", "aria-label": "score shown", on: { change: (ev) => { state.scoreMode = ev.target.value; renderDecision(d); } } },
+    Object.entries(SCORE_MODES).map(([k, label]) => {
+      const o = el("option", { value: k }, label);
+      if (k === mode) o.selected = true;
+      return o;
+    }),
+  );
+  const more = s.nodes.length > shown.length || state.showAllNodes
+    ? el(
+        "button",
+        { id: "show-all-nodes", on: { click: () => { state.showAllNodes = !state.showAllNodes; renderDecision(d); } } },
+        state.showAllNodes ? `show the top ${TOP_NODES}` : `show all ${s.nodes.length} nodes`,
+      )
+    : null;
   return el(
     "section",
     {},
-    el("h3", {}, "Score"),
-    el("p", { class: "muted" }, "Raw is the plugin's Score; normalized after its NormalizeScore; ×w is weighted by the profile. Click a column to sort by that plugin."),
+    el("h3", {}, `Score (${shown.length} of ${s.nodes.length} feasible nodes)`),
+    el("div", { class: "controls" }, el("label", {}, "show ", modes), more),
+    el("p", { class: "muted" }, "Plugins ordered by how much they separated the chosen node from the runner-up. Raw is the plugin's Score; normalized after its NormalizeScore; weighted is normalized × the profile's weight (the total is the sum of the weighted scores). Click or press Enter on a column to sort by it."),
     el("div", { class: "table-wrap" }, table),
   );
 }
@@ -172,7 +267,7 @@ function renderPending() {
           el(
             "div",
             { class: "pending-pod", "data-pod": p.pod },
-            el("a", { on: { click: () => { show("decisions"); openDecision(p.id); } } }, p.pod),
+            el("a", { href: "#", on: { click: (ev) => { ev.preventDefault(); show("decisions"); openDecision(p.id); } } }, p.pod),
             el("span", { class: "muted" }, ` (${p.profile})`),
             p.rejections.map((r) => el("div", { class: "rejection" }, `${r.plugin}: ${r.reasons.join(", ")} — ${r.nodes.length} node${r.nodes.length === 1 ? "" : "s"}: ${r.nodes.join(", ")}`)),
           ),
@@ -297,7 +392,9 @@ async function start() {
   $("#source").textContent = `${state.info.mode === "live" ? "scheduler" : "report"}: ${state.info.source}`;
   $("#profile-select").append(...state.info.profiles.map((p) => el("option", { value: p }, p)));
   for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => show(b.dataset.view));
-  $("#pod-search").addEventListener("input", renderList);
+  $("#pod-search").addEventListener("input", () => { state.page = 0; renderList(); });
+  $("#page-prev").addEventListener("click", () => turnPage(-1));
+  $("#page-next").addEventListener("click", () => turnPage(1));
   $("#profile-select").addEventListener("change", loadDecisions);
   $("#refresh").addEventListener("click", () => { loadDecisions(); if (state.views.pending) loadPending(); });
   $("#pending-filter").addEventListener("input", renderPending);
