@@ -31,7 +31,7 @@ from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.faultproxy import FaultProxy
 
-from .conftest import Running, harmonic_run, run_config, scheduler_config, wait_until
+from .conftest import FAST_LEASE, Running, harmonic_run, run_config, scheduler_config, wait_until
 
 NODES = 3
 
@@ -210,19 +210,23 @@ def test_dropped_binding_answer(backend: Backend, proxy: FaultProxy, harmonic: R
     ],
     ids=["bindings", "pod-lists", "pod-watches"],
 )
-def test_429_with_retry_after(backend: Backend, proxy: FaultProxy, harmonic: Running, match):
+def test_429_with_retry_after(backend: Backend, proxy: FaultProxy, tmp_path: Path, match):
     """API Priority and Fairness throttling: each request waits as asked and is sent again; nothing is
-    reported as a scheduling failure."""
-    backend.nodes(NODES)
-    throttled = proxy.answer(429, retry_after=1, times=3, **match)
-    proxy.cut_streams()  # the informers relist and watch again, through the throttle
-    names = _names("p", 8)
-    backend.pods(names)
-    _all_bound(backend, names)
-    _exactly_once(backend, names)
-    wait_until(lambda: throttled.hits == 3, what="every throttled request sent again")
-    assert backend.failed_scheduling() == []
-    wait_until(lambda: _ready(harmonic), what="ready")
+    reported as a scheduling failure. With the shipped lease timings: a Binding is retried only within
+    the time left on the lease, which the fast test lease (1.5 s) leaves too little of for a 1 s wait on
+    a loaded machine."""
+    shipped = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
+    with harmonic_through(proxy, backend, tmp_path, lease={**FAST_LEASE, **shipped}) as harmonic:
+        backend.nodes(NODES)
+        throttled = proxy.answer(429, retry_after=1, times=3, **match)
+        proxy.cut_streams()  # the informers relist and watch again, through the throttle
+        names = _names("p", 8)
+        backend.pods(names)
+        _all_bound(backend, names)
+        _exactly_once(backend, names)
+        wait_until(lambda: throttled.hits == 3, what="every throttled request sent again")
+        assert backend.failed_scheduling() == []
+        wait_until(lambda: _ready(harmonic), what="ready")
 
 
 @pytest.mark.parametrize("code", [403, 500])
