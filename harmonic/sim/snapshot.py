@@ -175,12 +175,10 @@ class _Converter:
                 # Only the completions still owed are replayed; succeeded pods are gone.
                 spec["completions"] = max(int(completions) - int(status.get("succeeded") or 0), 1)
         spec["template"] = self.template(spec.get("template") or {}, kind, drop_labels)
-        return {
-            "apiVersion": obj["apiVersion"],
-            "kind": kind,
-            "metadata": _metadata(obj.get("metadata") or {}),
-            "spec": spec,
-        }
+        meta = _metadata(obj.get("metadata") or {})
+        if drop_labels and meta.get("labels"):
+            meta["labels"] = {k: v for k, v in meta["labels"].items() if k not in drop_labels}
+        return {"apiVersion": obj["apiVersion"], "kind": kind, "metadata": meta, "spec": spec}
 
     def owner_workload(self, pod: Mapping[str, Any]) -> str | None:
         """``Kind/namespace/name`` of the workload the simulator's controllers make this pod for, or
@@ -281,15 +279,18 @@ def build(listing: Listing, *, name: str, description: str, job_duration: str) -
     for pc in listing.of("PriorityClass"):
         meta = pc.get("metadata") or {}
         if meta.get("name") in SYSTEM_PRIORITY_CLASSES:
-            continue  # built into the simulator, as into every API server
+            conv.drop("built-in PriorityClass(es) not copied (the simulator has them built in)")
+            continue
         first.append({k: v for k, v in pc.items() if k != "metadata"} | {"metadata": _metadata(meta)})
     for svc in listing.of("Service"):
         selector = (svc.get("spec") or {}).get("selector")
-        if selector:
-            meta = _metadata(svc.get("metadata") or {})
-            first.append(
-                {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"selector": selector}}
-            )
+        if not selector:
+            conv.drop("Service(s) without a selector left out (they select no pods to spread)")
+            continue
+        meta = _metadata(svc.get("metadata") or {})
+        first.append(
+            {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"selector": selector}}
+        )
     for pdb in listing.of("PodDisruptionBudget"):
         first.append(
             {

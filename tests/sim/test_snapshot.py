@@ -64,6 +64,27 @@ def _pod(name: str, on: str | None, **labels: str) -> Obj:
     return p
 
 
+def _service(name: str, selector: dict[str, str] | None) -> Obj:
+    spec: Obj = {"ports": [{"port": 80}], "clusterIP": "10.0.0.1"}
+    if selector:
+        spec["selector"] = selector
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _priority_class(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
 def _cluster() -> Listing:
     nodes = [node(f"n{i}").cap(cpu="4", memory="8Gi", pods=110).zone("a").obj() for i in (1, 2, 3)]
     for n in nodes:
@@ -83,7 +104,8 @@ def _cluster() -> Listing:
         _owned(_pod("db-0", "n2", app="db"), "StatefulSet", "db"),
         _owned(_pod("db-2", "n1", app="db"), "StatefulSet", "db"),
         _pod("bare-bound", "n1"),
-        _pod("bare-pending", None),
+        _pod("bare-pending", None)
+        | {"spec": {**_pod("x", None)["spec"], "priorityClassName": "high", "priority": 1000}},
         _owned(_pod("old-x", "n1"), "Job", "old") | {"status": {"phase": "Succeeded"}},
         _owned(_pod("custom-1", "n2"), "Widget", "w"),
     ]
@@ -103,6 +125,11 @@ def _cluster() -> Listing:
             "StatefulSet": [sts],
             "Job": [done],
             "PodDisruptionBudget": [pdb],
+            "Service": [_service("kubernetes", None), _service("web", {"app": "web"})],
+            "PriorityClass": [
+                _priority_class("system-node-critical", 2000001000),
+                _priority_class("high", 1000),
+            ],
         },
         not_served=["PodGroup", "ElasticQuota"],
     )
@@ -128,6 +155,8 @@ def test_snapshot_loads_and_places_running_pods_where_they_run(tmp_path: Path) -
     assert "ReplicaSet/web-5d8f" not in objs  # its Deployment makes it
     assert not any(k.startswith("Pod/web-") or k.startswith("Pod/db-") for k in objs)
     assert (snap.bound, snap.pending) == (6, 2)  # old-x finished: neither
+    assert objs["Service/web"]["spec"] == {"selector": {"app": "web"}}
+    assert objs["PriorityClass/high"]["value"] == 1000 and "PriorityClass/system-node-critical" not in objs
 
 
 @pytest.mark.parametrize(
@@ -173,6 +202,8 @@ def test_every_left_out_kind_has_one_warning_with_its_count() -> None:
         "finished Pod(s)": 1,
         "owned by a Widget": 1,
         "StatefulSet spec.volumeClaimTemplates": 1,
+        "built-in PriorityClass": 1,
+        "Service(s) without a selector": 1,
     }
     for text, count in expected.items():
         lines = [w for w in warnings if text in w]
@@ -186,6 +217,7 @@ def test_unfinished_job_replays_the_completions_still_owed() -> None:
     job = _workload("Job", "batch", 1, completions=5, parallelism=2)
     job["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": "x"}}
     job["spec"]["template"]["metadata"]["labels"] |= {"job-name": "batch", "controller-uid": "x"}
+    job["metadata"]["labels"] = {"job-name": "batch", "controller-uid": "x"}
     job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
     job["status"] = {"succeeded": 3, "active": 2}
     listing.objects["Job"] = [job]
@@ -197,6 +229,7 @@ def test_unfinished_job_replays_the_completions_still_owed() -> None:
     spec = entry["objects"][0]["spec"]
     assert spec["completions"] == 2
     assert "selector" not in spec and "job-name" not in spec["template"]["metadata"]["labels"]
+    assert "job-name" not in entry["objects"][0]["metadata"].get("labels", {})
     parse_scenario(snap.scenario, "snap.yaml")
 
 
