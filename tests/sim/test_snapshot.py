@@ -3,6 +3,7 @@ loads, starts from the cluster's placement, and says what it left out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from harmonic.testing.apiserver import ApiServerDouble
 from harmonic.testing.builders import node, pod
 
 Obj = dict[str, Any]
+BIN_PACKING = str(Path(__file__).resolve().parents[2] / "harmonic" / "data" / "profiles" / "bin-packing.yaml")
 SERVER_SET = {"uid": "u-1", "resourceVersion": "42", "managedFields": [{"manager": "kubectl"}]}
 
 
@@ -251,3 +253,34 @@ def test_cli_reads_the_api_and_tolerates_absent_crds(tmp_path: Path) -> None:
     objs = _objects(sc)
     assert objs["Pod/bound"]["spec"]["nodeName"] == "n1" and "nodeName" not in objs["Pod/waiting"]["spec"]
     parse_scenario(sc, str(out))
+
+
+def test_simulate_from_cluster_snapshots_then_replays(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    with ApiServerDouble() as api:
+        api.create("nodes", node("n1").cap(cpu="4", memory="8Gi", pods=110).obj())
+        api.create("pods", pod("bound").req(cpu="1").node("n1").obj())
+        api.create("pods", pod("waiting").req(cpu="1").obj())
+        kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+        args = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), "--out", str(out)]
+        result = CliRunner().invoke(main, [*args, "--no-progress", "--json", "--config", BIN_PACKING])
+    assert result.exit_code == 0, result.output
+    assert (out / "snapshot.yaml").exists() and (out / "metrics.json").exists()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics["profiles"]) == {"default-scheduler", "bin-packing"}
+    for profile in metrics["profiles"].values():
+        assert profile["pods_scheduled"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["simulate", "x.yaml", "--from-cluster"], "give SCENARIO or --from-cluster, not both"),
+        (["simulate", "x.yaml", "--namespace", "a"], "apply to --from-cluster"),
+        (["snapshot", "--job-duration", "soon"], "is not a duration"),
+    ],
+)
+def test_snapshot_option_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0
+    assert message in result.output
