@@ -352,7 +352,7 @@ def _take_snapshot(
         f"{len(listing.of('Node'))} nodes; {snap.bound} pods bound (created on their nodes: bare pods by "
         "spec.nodeName, workloads' by placement), "
         f"{snap.pending} pending (queued for each profile).",
-        "Server-set fields and schedulerName removed (every profile schedules every pod); "
+        "Server-set fields, node annotations and schedulerName removed (every profile schedules every pod); "
         f"each Job pod runs {job_duration} (--job-duration: a snapshot cannot know).",
     ]
     if listing.not_served:

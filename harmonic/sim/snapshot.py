@@ -101,6 +101,10 @@ class _Converter:
         self.present: set[str] = set()
         self.bound = 0
         self.pending = 0
+        #: PriorityClass name -> value: the cluster's and the built-in ones.
+        self.classes: dict[str, int] = dict(SYSTEM_PRIORITY_CLASSES)
+        for pc in listing.of("PriorityClass"):
+            self.classes[str((pc.get("metadata") or {}).get("name"))] = int(pc.get("value") or 0)
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.left_out[reason] += n
@@ -112,6 +116,15 @@ class _Converter:
         out = {k: v for k, v in spec.items() if k not in ("schedulerName", "nodeName", "resourceClaims")}
         if spec.get("resourceClaims"):
             self.drop(f"{what}(s) lost their resourceClaims (dynamic resource allocation is not simulated)")
+        cls = out.get("priorityClassName")
+        if cls and cls not in self.classes:
+            out.pop("priorityClassName")
+            self.drop(f"{what}(s) name a PriorityClass that no longer exists: name removed, priority kept")
+        elif cls and out.get("priority") not in (None, self.classes[cls]):
+            # The class's value changed after the pod was admitted; scenarios admit pods as the API
+            # server does now, so the replay gives it the class's current value.
+            out.pop("priority")
+            self.drop(f"{what}(s) replayed with their PriorityClass's current value, not the one admitted")
         volumes = out.get("volumes") or []
         kept = [v for v in volumes if not ({"persistentVolumeClaim", "ephemeral"} & set(v))]
         if len(kept) != len(volumes):

@@ -97,6 +97,8 @@ def _cluster() -> Listing:
     sts = _workload(
         "StatefulSet", "db", 3, serviceName="db", volumeClaimTemplates=[{"metadata": {"name": "d"}}]
     )
+    # Its pods mount the claim the template would have made; the mount stays, harmless without it.
+    sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/data"}]
     done = _workload("Job", "old", 1)
     done["status"] = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
     pods = [
@@ -110,6 +112,10 @@ def _cluster() -> Listing:
         | {"spec": {**_pod("x", None)["spec"], "priorityClassName": "high", "priority": 1000}},
         _owned(_pod("old-x", "n1"), "Job", "old") | {"status": {"phase": "Succeeded"}},
         _owned(_pod("custom-1", "n2"), "Widget", "w"),
+        _pod("gone-class", "n3")
+        | {"spec": {**_pod("y", "n3")["spec"], "priorityClassName": "gone", "priority": 5}},
+        _pod("old-value", "n3")
+        | {"spec": {**_pod("z", "n3")["spec"], "priorityClassName": "high", "priority": 7}},
     ]
     pdb = {
         "apiVersion": "policy/v1",
@@ -156,7 +162,12 @@ def test_snapshot_loads_and_places_running_pods_where_they_run(tmp_path: Path) -
     assert "nodeName" not in objs["Pod/bare-pending"]["spec"]
     assert "ReplicaSet/web-5d8f" not in objs  # its Deployment makes it
     assert not any(k.startswith("Pod/web-") or k.startswith("Pod/db-") for k in objs)
-    assert (snap.bound, snap.pending) == (6, 2)  # old-x finished: neither
+    assert (snap.bound, snap.pending) == (8, 2)  # old-x finished: neither
+    assert (
+        objs["Pod/gone-class"]["spec"]["priority"] == 5
+        and "priorityClassName" not in objs["Pod/gone-class"]["spec"]
+    )
+    assert "priority" not in objs["Pod/old-value"]["spec"]
     assert objs["Service/web"]["spec"] == {"selector": {"app": "web"}}
     assert objs["PriorityClass/high"]["value"] == 1000 and "PriorityClass/system-node-critical" not in objs
 
@@ -206,6 +217,8 @@ def test_every_left_out_kind_has_one_warning_with_its_count() -> None:
         "StatefulSet spec.volumeClaimTemplates": 1,
         "built-in PriorityClass": 1,
         "Service(s) without a selector": 1,
+        "PriorityClass that no longer exists": 1,
+        "PriorityClass's current value": 1,
     }
     for text, count in expected.items():
         lines = [w for w in warnings if text in w]
