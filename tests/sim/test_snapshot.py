@@ -18,7 +18,7 @@ from harmonic.sim.run import prepare
 from harmonic.sim.scenario import parse_scenario
 from harmonic.sim.snapshot import build
 from harmonic.testing.apiserver import ApiServerDouble
-from harmonic.testing.builders import node, pod
+from harmonic.testing.builders import elastic_quota, node, pod, pod_group
 
 Obj = dict[str, Any]
 BIN_PACKING = str(Path(__file__).resolve().parents[2] / "harmonic" / "data" / "profiles" / "bin-packing.yaml")
@@ -93,6 +93,10 @@ def _cluster() -> Listing:
         n["metadata"] |= SERVER_SET
         n["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
     nodes[2]["spec"]["unschedulable"] = True
+    nodes[1]["spec"]["taints"] = [
+        {"key": "dedicated", "value": "db", "effect": "PreferNoSchedule"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-11-29T03:00:00Z"},
+    ]
     rs = _owned(_workload("ReplicaSet", "web-5d8f", 3), "Deployment", "web")
     sts = _workload(
         "StatefulSet", "db", 3, serviceName="db", volumeClaimTemplates=[{"metadata": {"name": "d"}}]
@@ -297,3 +301,20 @@ def test_snapshot_option_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code != 0
     assert message in result.output
+
+
+def test_pod_groups_and_elastic_quotas_are_copied_without_status(tmp_path: Path) -> None:
+    listing = _cluster()
+    group = pod_group("train").min_member(2).obj() | {"status": {"phase": "Running", "scheduled": 2}}
+    quota = elastic_quota("default").min(cpu="2").max(cpu="4").obj() | {"status": {"used": {"cpu": "1"}}}
+    for o in (group, quota):
+        o["metadata"] |= SERVER_SET
+    listing.objects["PodGroup"], listing.objects["ElasticQuota"] = [group], [quota]
+    snap = build(listing, name="snap", description="", job_duration="10m")
+    objs = _objects(snap.scenario)
+    for o in (group, quota):
+        kept = objs[f"{o['kind']}/{o['metadata']['name']}"]
+        assert kept["spec"] == o["spec"] and "status" not in kept and "uid" not in kept["metadata"]
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump(snap.scenario))
+    prepare(str(path), (), default_registry(), (), 10.0, None)
