@@ -368,5 +368,7 @@ def render(snap: Snapshot, header: list[str]) -> str:
     """The scenario as YAML under a comment header: ``header`` lines, then one warning per reason."""
     lines = [f"# {h}" for h in header]
     lines += [f"# warning: {w}" for w in snap.warnings()] or ["# nothing was left out"]
-    body = yaml.safe_dump(snap.scenario, sort_keys=False, default_flow_style=False)
+    # libyaml's emitter: the pure-Python one spends ~90% of a 5,000-pod snapshot's time here.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump(snap.scenario, Dumper=dumper, sort_keys=False, default_flow_style=False)
     return "\n".join(lines) + "\n" + body
