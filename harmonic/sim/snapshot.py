@@ -101,6 +101,7 @@ class _Converter:
         self.present: set[str] = set()
         self.bound = 0
         self.pending = 0
+        self.replica_sets = {_key(o): o for o in listing.of("ReplicaSet")}
         #: PriorityClass name -> value: the cluster's and the built-in ones.
         self.classes: dict[str, int] = dict(SYSTEM_PRIORITY_CLASSES)
         for pc in listing.of("PriorityClass"):
@@ -202,7 +203,7 @@ class _Converter:
         ns = (pod.get("metadata") or {}).get("namespace") or "default"
         key = f"{ref.get('kind')}/{ns}/{ref.get('name')}"
         if ref.get("kind") == "ReplicaSet":
-            rs = next((o for o in self.listing.of("ReplicaSet") if _key(o) == key), None)
+            rs = self.replica_sets.get(key)
             parent = _controller(rs) if rs is not None else None
             if parent is not None and parent.get("kind") == "Deployment":
                 key = f"Deployment/{ns}/{parent.get('name')}"
