@@ -22,6 +22,7 @@ import yaml
 
 from harmonic.cluster.listing import Listing
 from harmonic.sim.objects import SPEC_FIELDS, SYSTEM_PRIORITY_CLASSES
+from harmonic.sim.plan import PLACEABLE_KINDS
 
 Obj = dict[str, Any]
 
@@ -53,9 +54,6 @@ _JOB_LABELS = (
     "controller-uid",
     "job-name",
 )
-#: Kinds the simulator runs a controller for whose pods a snapshot places (DaemonSet pods are pinned
-#: to their nodes by the DaemonSet controller itself).
-_PLACED = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
 
 
 @dataclass
@@ -228,7 +226,7 @@ class _Converter:
         workload = self.owner_workload(pod)
         if workload is not None:
             kind = workload.split("/", 1)[0]
-            if kind in _PLACED and node is not None:
+            if kind in PLACEABLE_KINDS and node is not None:
                 slots = self.placement[workload]
                 index = len(slots)
                 if kind == "StatefulSet":
