@@ -26,8 +26,11 @@ from harmonic.feedback.cli import (
 )
 from harmonic.framework.config import ConfigError, SchedulerConfiguration, load_config, load_config_file
 from harmonic.framework.decisions import DEFAULT_PODS_KEPT
+from harmonic.startup import COMMANDS, Command, Prepared
 
 if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
     from harmonic.cluster.transport import Transport
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
@@ -46,6 +49,19 @@ def _load(config: str | None) -> SchedulerConfiguration:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_rate(param: click.Parameter, value: float, positive: bool) -> float:
+    """--user-rate: a finite number of user actions per second within the topologies' bound."""
+    from harmonic.signals.static import check_user_rate
+
+    try:
+        check_user_rate(value)
+        if positive and value == 0:
+            raise ValueError(f"{value!r} must be greater than 0")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param=param) from None
+    return value
 
 
 def _cluster_options(f: F) -> F:
@@ -119,11 +135,17 @@ def _configure_server_logs(log_format: str) -> None:
 
 
 def _transport(
-    cfg: SchedulerConfiguration, kubeconfig: str | None, context: str | None, component: str, optional: bool
+    cfg: SchedulerConfiguration,
+    kubeconfig: str | None,
+    context: str | None,
+    component: str,
+    optional: bool,
+    api: ApiClient | None = None,
 ) -> Transport | None:
     """The API-server transport from --kubeconfig, clientConnection (kubeconfig, qps, burst), the
     in-cluster service account or $KUBECONFIG/~/.kube/config; exits 1 naming the cause if the
-    configuration found cannot be loaded. ``optional``: None when there is no configuration at all."""
+    configuration found cannot be loaded. ``optional``: None when there is no configuration at all.
+    ``api``: the client ``startup.prepare`` already loaded from clientConnection.kubeconfig."""
     from harmonic.cluster.transport import ClientConfigError, Transport, cluster_config_found, load_client
 
     path = kubeconfig or cfg.client_connection.kubeconfig or None
@@ -131,7 +153,7 @@ def _transport(
         return None
     try:
         return Transport(
-            load_client(path, context),
+            api or load_client(path, context),
             qps=cfg.client_connection.qps,
             burst=cfg.client_connection.burst,
             user_agent=f"harmonic/{__version__} ({component})",
@@ -169,7 +191,8 @@ def main(verbose: int) -> None:
 )
 @click.option(
     "--user-rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
+    callback=lambda ctx, param, v: _user_rate(param, v, positive=True),
     default=10.0,
     show_default=True,
     help="User actions per second for --topology.",
@@ -255,8 +278,9 @@ def simulate(
     """
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.outdir import OutDirError, check_writable
     from harmonic.sim.report import format_table
-    from harmonic.sim.run import prepare
+    from harmonic.sim.run import prepare, write
     from harmonic.sim.run import simulate as run_simulation
 
     registry = default_registry()
@@ -285,7 +309,8 @@ def simulate(
         sys.exit(1)
     try:
         plan, runs = prepare(scenario, configs, registry, topologies, user_rate, seed)
-    except (ScenarioError, ConfigError) as e:
+        check_writable(out_dir)
+    except (ScenarioError, ConfigError, OutDirError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
     names = ", ".join(r.name for r in runs)
@@ -299,14 +324,15 @@ def simulate(
         length=max(total, 1), label="simulating", file=sys.stderr, hidden=no_progress
     ) as bar:
         outcome = run_simulation(
-            plan,
-            runs,
-            registry,
-            out_dir,
-            lambda _name, n: bar.update(n),
-            record_decisions=record_decisions,
+            plan, runs, registry, None, lambda _name, n: bar.update(n), record_decisions=record_decisions
         )
     click.echo(format_table(outcome.metrics))
+    try:
+        write(out_dir, outcome)
+    except OSError as e:
+        # The folder was writable when the run began; the table above is the run's result all the same.
+        click.echo(f"error: --out {out_dir}: cannot write the report: {e.strerror or e}", err=True)
+        sys.exit(1)
     click.echo(f"report: {out_dir}/report.html, metrics: {out_dir}/metrics.json", err=True)
     if record_decisions:
         click.echo(
@@ -423,6 +449,7 @@ def _sweep(
 ) -> None:
     from harmonic.plugins.registry import default_registry
     from harmonic.sim.errors import ScenarioError
+    from harmonic.sim.outdir import check_writable
     from harmonic.sim.sweep import (
         ExecutorUnavailable,
         SeedSpecError,
@@ -437,6 +464,7 @@ def _sweep(
     try:
         seeds = parse_seeds(req.seeds)
         plans, runs = prepare_sweep(scenario, configs, default_registry(), seeds, topologies, user_rate)
+        check_writable(out_dir)
         ex = executor(req.executor, req.jobs, req.address)
     except (ScenarioError, ConfigError, SeedSpecError, ValueError, ExecutorUnavailable) as e:
         where = "--seeds: " if isinstance(e, SeedSpecError) else ""
@@ -457,8 +485,12 @@ def _sweep(
     except ExecutorUnavailable as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
-    path = write_sweep(out_dir, doc)
     click.echo(format_sweep_table(doc, req.metrics or None))
+    try:
+        path = write_sweep(out_dir, doc)
+    except OSError as e:
+        click.echo(f"error: --out {out_dir}: cannot write sweep.json: {e.strerror or e}", err=True)
+        sys.exit(1)
     click.echo(f"sweep: {path}", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
@@ -502,7 +534,8 @@ def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 )
 @click.option(
     "--user-rate",
-    type=click.FloatRange(min=0),
+    type=float,
+    callback=lambda ctx, param, v: _user_rate(param, v, positive=False),
     default=1.0,
     show_default=True,
     help="User actions/s for topologies.",
@@ -566,15 +599,20 @@ def graph(
             click.echo(f"warning: {src.name}: no signal: {r.reason}", err=True)
         for s in r.skipped[:5]:
             click.echo(f"warning: {src.name}: skipped {s}", err=True)
+    empty = "error: the graph is empty: no source gave a signal"
     if as_json:
+        # The document is printed either way (it says what was read); an empty graph still fails.
         click.echo(json.dumps(g.to_json(), indent=2))
+        if not g.edges():
+            click.echo(empty, err=True)
+            sys.exit(1)
         return
     if workload:
         click.echo(json.dumps(g.explain(WorkloadKey.parse(workload, namespace)), indent=2))
         return
     edges = g.top_edges(top_n)
     if not edges:
-        click.echo("the graph is empty: no source gave a signal")
+        click.echo(empty, err=True)
         sys.exit(1)
     width = max(len(edge["src"]) for edge in edges)
     click.echo(f"affinity graph v{g.version}: {len(g.edges())} edges; top {len(edges)} by {weight_by}")
@@ -656,24 +694,13 @@ def run(
     from harmonic.plugins.registry import default_registry
     from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
     from harmonic.signals.feedback.placement import PlacementView
+    from harmonic.signals.metrics import FRESHNESS
     from harmonic.signals.metrics import exposition as signals_exposition
 
     _configure_server_logs(log_format)
-    try:
-        cfg = _load(config_path)
-    except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    le = cfg.leader_election
-    if le.leader_elect and (le.resource_namespace, le.resource_name) == ("kube-system", "kube-scheduler"):
-        click.echo(
-            f"error: {config_path}: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
-            "lease; a second scheduler taking it would stop kube-scheduler. Set a name of its own (e.g. harmonic).",
-            err=True,
-        )
-        sys.exit(1)
-    graphs = _graph_services(cfg)
-    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False)
+    prepared = _prepare(config_path, "run", kubeconfig, context)
+    cfg, graphs = prepared.config, prepared.graphs
+    transport = _transport(cfg, kubeconfig, context, "scheduler", optional=False, api=prepared.api)
     assert transport is not None
     usage = _usage_services(cfg, transport)
     tune_process()
@@ -725,6 +752,7 @@ def run(
                 live.ready_checks(),
                 routes,
                 post_routes,
+                notes=FRESHNESS.notes,
             )
         except OSError as e:
             click.echo(f"error: cannot listen on {bind_address}:{metrics_port}: {e.strerror}", err=True)
@@ -752,15 +780,17 @@ def run(
     sys.exit(code)
 
 
-def _graph_services(cfg: SchedulerConfiguration) -> dict[str, GraphService]:
-    """The affinity graph the configuration's CommunicationAffinity profiles read (exit 1 naming the
-    problem when its telemetry args cannot be built)."""
-    from harmonic.plugins.communicationaffinity.setup import graph_services
+def _prepare(
+    config_path: str | None, command: Command, kubeconfig: str | None, context: str | None
+) -> Prepared:
+    """The configuration, graph services and API client ``command`` starts with (``harmonic.startup``,
+    the checks ``config check --for`` reports); exits 1 with one line naming the problem."""
+    from harmonic.startup import prepare
 
     try:
-        return graph_services(cfg)
-    except (ConfigError, OSError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
+        return prepare(config_path, command, kubeconfig, context)
+    except ConfigError as e:
+        click.echo(f"error: {' '.join(str(e).split())}", err=True)
         sys.exit(1)
 
 
@@ -858,13 +888,18 @@ def config() -> None:
 
 @config.command("check")
 @click.argument("path")
-def config_check(path: str) -> None:
-    """Validate PATH; print one clear error line and exit 1 if it is invalid."""
-    try:
-        cfg = _load(path)
-    except ConfigError as e:
-        click.echo(f"error: {' '.join(str(e).split())}", err=True)
-        sys.exit(1)
+@click.option(
+    "--for",
+    "command",
+    type=click.Choice(COMMANDS),
+    default="run",
+    show_default=True,
+    help="The command PATH is for: checked exactly as that command checks it before starting.",
+)
+def config_check(path: str, command: Command) -> None:
+    """Validate PATH as `harmonic COMMAND --config PATH` would; print one clear error line and exit 1
+    if that command would refuse it."""
+    cfg = _prepare(path, command, None, None).config
     names = ", ".join(p.scheduler_name for p in cfg.profiles)
     click.echo(f"{path}: valid, profiles: {names}")
     # Plugins made from the config (WebAssembly guests): what was loaded and where it plugs in.
@@ -974,6 +1009,13 @@ def extender(
         raise click.UsageError("--tls-cert and --tls-key go together")
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
+    if tls is not None:
+        try:
+            tls.check()
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
     fb_token = _read_token(feedback_token_file)
     ext, live, graphs, fb = _extender_setup(
         config_path,
@@ -985,7 +1027,6 @@ def extender(
     )
     token = _read_token(token_file)
     _configure_server_logs(log_format)
-    tls = TLSSettings(tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     app = ExtenderApp(
         ext,
         ServerSettings(prefix=prefix, max_body_bytes=max_body_bytes, token=token),
@@ -1011,19 +1052,22 @@ def _extender_setup(
 ) -> tuple[Extender, LiveCluster | None, dict[str, GraphService], LiveFeedback | None]:
     """Setup, as kube-scheduler's app.Setup: the configuration, the cluster cache when there is cluster
     access, the graph services, and the extender over them; a bad configuration exits 1 with one line."""
-    from harmonic.cluster.services import uses_batch_plugins
+    from harmonic.cluster.services import uses_batch_plugins, uses_service
     from harmonic.extender.engine import Extender
     from harmonic.extender.live import LiveCluster
+    from harmonic.framework.services import VOLUMES
     from harmonic.plugins.registry import default_registry
 
-    try:
-        cfg = _load(config_path)
-    except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
-    graphs = _graph_services(cfg)
-    transport = _transport(cfg, kubeconfig, context, "extender", optional=True)
-    live = LiveCluster(transport, batch=uses_batch_plugins(cfg)) if transport is not None else None
+    prepared = _prepare(config_path, "extender", kubeconfig, context)
+    cfg, graphs = prepared.config, prepared.graphs
+    transport = _transport(cfg, kubeconfig, context, "extender", optional=True, api=prepared.api)
+    live = (
+        LiveCluster(
+            transport, batch=uses_batch_plugins(cfg), storage=uses_service(cfg, default_registry(), VOLUMES)
+        )
+        if transport is not None
+        else None
+    )
     fb = live_feedback(cfg, *feedback)
     try:
         ext = Extender(

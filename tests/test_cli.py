@@ -7,9 +7,9 @@ from click.testing import CliRunner
 
 from harmonic.cli import main
 
-VALID = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+VALID = f"""\
+{HEADER}leaderElection: {{resourceName: harmonic}}
 profiles:
   - schedulerName: default-scheduler
   - schedulerName: packer
@@ -21,15 +21,16 @@ profiles:
 """
 
 INVALID = {
-    "unknown plugin": "profiles:\n  - plugins:\n      score:\n        enabled:\n          - name: Nope\n",
+    "unknown plugin": HEADER
+    + "profiles:\n  - plugins:\n      score:\n        enabled:\n          - name: Nope\n",
     "bad YAML": "profiles:\n  - schedulerName: a\n   plugins: [\n",
     "not a mapping": "- just\n- a list\n",
     "bad args": (
-        "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args:\n"
+        HEADER + "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args:\n"
         "          scoringStrategy: {type: Cheapest}\n"
     ),
-    "duplicate profile": "profiles:\n  - schedulerName: a\n  - schedulerName: a\n",
-    "backoff": "podInitialBackoffSeconds: 3\npodMaxBackoffSeconds: 1\n",
+    "duplicate profile": HEADER + "profiles:\n  - schedulerName: a\n  - schedulerName: a\n",
+    "backoff": HEADER + "podInitialBackoffSeconds: 3\npodMaxBackoffSeconds: 1\n",
 }
 
 

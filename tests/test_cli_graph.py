@@ -1,6 +1,7 @@
 import json
 from importlib import resources
 
+import pytest
 from click.testing import CliRunner
 
 from harmonic.cli import main
@@ -33,3 +34,14 @@ def test_graph_errors_are_one_line():
     assert r.output.strip().startswith("error: topology /nonexistent.json")
     r = CliRunner().invoke(main, ["graph"])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_an_empty_graph_fails_with_or_without_json(tmp_path, output):
+    edgeless = tmp_path / "t.json"
+    edgeless.write_text(json.dumps({"name": "t", "services": [{"name": "a"}], "edges": []}))
+    r = CliRunner().invoke(main, ["graph", "--topology", str(edgeless), *output])
+    assert r.exit_code == 1, r.output
+    assert r.stderr.splitlines()[-1] == "error: the graph is empty: no source gave a signal"
+    if output:
+        assert json.loads(r.stdout)["edges"] == []

@@ -38,7 +38,10 @@ NOT_INSTALLED = (
     "ziglang",
 )
 #: Modules that belong to an extra: importing them without it must fail with an error naming it.
-NEEDS_EXTRA = {"harmonic.testing.apiserver": "harmonic[testing]"}
+NEEDS_EXTRA = {
+    "harmonic.testing.apiserver": "harmonic[testing]",
+    "harmonic.testing.faultproxy": "harmonic[testing]",
+}
 
 BLOCK = f"""
 import importlib.abc, sys

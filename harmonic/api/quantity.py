@@ -26,6 +26,8 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+#: The largest decimal exponent kept exactly (see ``parse_quantity``).
+_MAX_EXPONENT = 100
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
@@ -56,9 +58,13 @@ def parse_quantity(value: object) -> Fraction:
         return number * _BINARY[m.group("bin")]
     if m.group("exp") is not None:
         exponent = int(m.group("exp"))
-        if abs(exponent) > 100:
-            raise QuantityError(f"{value!r}: exponent out of range")
-        return number * Fraction(10) ** exponent
+        # kube-apiserver accepts any exponent ("1e400" is stored as 10e399). The exact value of a huge
+        # one is never needed and would cost time and memory ("1e99999999"): beyond 1e100 a non-zero
+        # amount is refused as too large; below 1e-100 it is kept as that tiny amount, which rounds
+        # to the same integer (one unit away from zero) as the real one.
+        if exponent > _MAX_EXPONENT and number:
+            raise QuantityError(f"{value!r} is too large (the exponent is above {_MAX_EXPONENT})")
+        return number * Fraction(10) ** min(max(exponent, -_MAX_EXPONENT), _MAX_EXPONENT)
     return number * _DECIMAL[m.group("dec") or ""]
 
 

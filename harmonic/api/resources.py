@@ -27,23 +27,27 @@ Resources = dict[str, int]
 
 
 def to_units(name: str, raw: object) -> int:
-    """One quantity in the scheduler's integer unit for resource ``name``; it must fit in int64
-    (the node arrays' type, and what kube-scheduler's ``Quantity.Value()`` returns)."""
+    """One quantity in the scheduler's integer unit for resource ``name``. It must not be negative
+    (kube-apiserver refuses negative requests, overhead, capacity and allocatable alike) and must fit
+    in int64 (the node arrays' type, and what kube-scheduler's ``Quantity.Value()`` returns)."""
     if isinstance(raw, str):
         return _units(name == CPU, raw)
     q = parse_quantity(raw)
-    return _in_int64(raw, milli_value(q) if name == CPU else value(q))
+    return _checked(raw, milli_value(q) if name == CPU else value(q))
 
 
 @lru_cache(maxsize=65536)
 def _units(milli: bool, raw: str) -> int:
     # Manifests repeat a handful of quantity strings; each is parsed once.
     q = parse_quantity(raw)
-    return _in_int64(raw, milli_value(q) if milli else value(q))
+    return _checked(raw, milli_value(q) if milli else value(q))
 
 
-def _in_int64(raw: object, units: int) -> int:
-    if not -(2**63) <= units < 2**63:
+def _checked(raw: object, units: int) -> int:
+    if not 0 <= units < 2**63:
+        if units < 0:
+            # kube-apiserver's ValidateNonnegativeQuantity, word for word.
+            raise QuantityError(f"{raw!r}: must be greater than or equal to 0")
         raise QuantityError(f"{raw!r} is too large (the amount must fit in a 64-bit integer)")
     return units
 

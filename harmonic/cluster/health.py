@@ -1,6 +1,7 @@
 """The scheduler's HTTP endpoints: ``/metrics`` (Prometheus text format), ``/healthz``, ``/livez``,
 ``/readyz``, and any extra GET routes the caller adds (``/debug/decisions``). Plain HTTP on a thread; each check is a callable returning None (ok) or the reason it fails,
 and a failing endpoint answers 500 with ``[-]name failed: reason`` lines, as Kubernetes components do.
+``/readyz?verbose`` also lists the caller's notes (degraded optional signals), which never fail it.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class HealthServer:
         readyz: Mapping[str, Check],
         routes: Mapping[str, Route] | None = None,
         post_routes: Mapping[str, PostRoute] | None = None,
+        notes: Callable[[], list[str]] | None = None,
     ) -> None:
         self._metrics = metrics
+        #: Lines added to ``/readyz?verbose`` that never fail it (degraded optional signals).
+        self._notes = notes
         self._routes = dict(routes or {})
         self._post_routes = dict(post_routes or {})
         self._checks = {"/healthz": healthz, "/livez": healthz, "/readyz": {**healthz, **readyz}}
@@ -91,6 +95,8 @@ class HealthServer:
                 ok = False
                 lines.append(f"[-]{name} failed: {why}")
         verbose = "verbose" in req.path
+        if path == "/readyz" and self._notes is not None:
+            lines += self._notes()
         if ok:
             body = ("\n".join(lines) + f"\n{path[1:]} check passed\n") if verbose else "ok"
             self._reply(req, 200, body.encode(), "text/plain; charset=utf-8")

@@ -42,12 +42,14 @@ class ProtocolError(ValueError):
 
 
 class Response:
-    __slots__ = ("body", "status", "will_close")
+    __slots__ = ("body", "retry_after", "status", "will_close")
 
-    def __init__(self, status: int, body: bytes, will_close: bool) -> None:
+    def __init__(self, status: int, body: bytes, will_close: bool, retry_after: str | None = None) -> None:
         self.status = status
         self.body = body
         self.will_close = will_close
+        #: The ``Retry-After`` header of a 429 or 5xx answer (read only on those), else None.
+        self.retry_after = retry_after
 
 
 class Connection:
@@ -119,11 +121,14 @@ class Connection:
                 raise ProtocolError(f"bad status line {line[:80]!r}")
             status = int(parts[1])
             http10 = parts[0] == b"HTTP/1.0"
-            length, chunked, close = self._fields(head[1:], http10) if head else self._head(http10)
+            lines = head[1:] if head else self._head_lines()
+            length, chunked, close = self._fields(lines, http10)
             if status != 100:
                 break  # 1xx Continue (unasked) precedes the real answer: skip it
+        # Only a throttled or failed answer is searched for Retry-After: the common 2xx path pays nothing.
+        retry_after = _retry_after(lines) if status == 429 or status >= 500 else None
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
-            return Response(status, b"", close)
+            return Response(status, b"", close, retry_after)
         if chunked:
             body = self._chunked()
         elif length is not None:
@@ -132,7 +137,7 @@ class Connection:
                 raise RemoteClosed(f"answer cut short ({len(body)} of {length} bytes)")
         else:
             body, close = self._reader.read(), True  # delimited by the end of the connection
-        return Response(status, body, close)
+        return Response(status, body, close, retry_after)
 
     def _buffered_head(self) -> list[bytes]:
         """The status and header lines of the answer when the reader already holds all of them (one
@@ -153,13 +158,13 @@ class Connection:
                 raise ProtocolError(f"bad header line {line[:80]!r}")
         return framing
 
-    def _head(self, http10: bool) -> tuple[int | None, bool, bool]:
-        framing: tuple[int | None, bool, bool] = (None, False, http10)
+    def _head_lines(self) -> list[bytes]:
+        lines: list[bytes] = []
         for _ in range(MAX_HEADERS + 1):
             line = self._line()
             if line in (b"\r\n", b"\n", b""):
-                return framing
-            framing = _field(line, *framing)
+                return lines
+            lines.append(line.rstrip(b"\r\n"))
         raise ProtocolError(f"more than {MAX_HEADERS} headers")
 
     def _chunked(self) -> bytes:
@@ -180,6 +185,14 @@ class Connection:
             if len(chunk) < size + 2:
                 raise RemoteClosed("answer cut short inside a chunked body")
             parts.append(chunk[:size])
+
+
+def _retry_after(lines: list[bytes]) -> str | None:
+    for line in lines:
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"retry-after":
+            return value.strip().decode("latin-1")
+    return None
 
 
 def _field(line: bytes, length: int | None, chunked: bool, close: bool) -> tuple[int | None, bool, bool]:

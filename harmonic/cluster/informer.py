@@ -9,12 +9,27 @@ What keeps the copy complete (nothing is lost, nothing is reported twice):
 
 - every event advances the tracked resourceVersion; watch BOOKMARKs (requested with
   ``allowWatchBookmarks``) advance it without an object, so a reconnect does not replay old events;
-- a watch that ends (server timeout) or breaks (connection cut, 5xx) is reopened from the tracked
-  resourceVersion after a backoff (800 ms doubling to 30 s with jitter, as client-go's reflector);
-- ``410 Gone`` (as an HTTP status or as an ERROR event) means the server no longer has the events
-  since that resourceVersion: the informer relists and *diffs* the fresh list against its store,
-  reporting objects that vanished meanwhile as deleted, new ones as added and changed ones (by
-  resourceVersion) as updated;
+- a watch that ends (server timeout) is reopened from the tracked resourceVersion; a watch that
+  cannot be opened for want of a connection, or is throttled (429), is retried after a backoff
+  (800 ms doubling to 30 s with jitter, as client-go's reflector);
+- a watch whose connection is cut is followed by a relist at once (client-go rewatches): a cut is how
+  a server restart looks, and a server restarted on an older etcd state may already have passed our
+  resourceVersion, so a resumed watch would silently skip what changed in between;
+- any other watch failure (an HTTP error, an ERROR event: ``410 Gone``, ``504`` "too large resource
+  version", a 5xx) ends the watch and the informer *relists* after that backoff, as client-go's
+  ``ListAndWatch`` returns to its caller. Lists follow the reflector's ``relistResourceVersion``:
+  the first list asks for ``resourceVersion=0`` (served from the API server's watch cache), later ones
+  for the last resourceVersion seen (data at least that fresh); when the server answers that this
+  resourceVersion is expired (410) or *too large* (its etcd was restored or recreated with an older
+  revision, or an HA replica's watch cache lags) the list is sent again at once with no
+  resourceVersion, a consistent read of whatever the server holds now;
+- kube-apiserver answers a *watch* from a resourceVersion it has not reached with silence (no event,
+  no bookmark) rather than an error, so before reopening a watch the informer lists one object at
+  its resourceVersion: a "too large" answer sends it to relist from scratch;
+- a relist *diffs* the fresh list against the store, reporting objects that vanished meanwhile as
+  deleted, new ones as added and changed ones (by resourceVersion) as updated;
+- ``healthy`` is False from a failed list or watch until the next list or watch succeeds, so
+  ``/readyz`` does not call a copy current while it cannot be kept so;
 - handlers run after the store is updated; an exception in a handler is logged, never fatal.
 
 An informer may ``transform`` each object before it is stored or handed to handlers (client-go's
@@ -85,6 +100,13 @@ REPLICA_SETS = Resource("apps/v1", "replicasets", "ReplicaSet")
 STATEFUL_SETS = Resource("apps/v1", "statefulsets", "StatefulSet")
 POD_GROUPS = Resource("scheduling.x-k8s.io/v1alpha1", "podgroups", "PodGroup")
 ELASTIC_QUOTAS = Resource("scheduling.x-k8s.io/v1alpha1", "elasticquotas", "ElasticQuota")
+PERSISTENT_VOLUMES = Resource("v1", "persistentvolumes", "PersistentVolume")
+PERSISTENT_VOLUME_CLAIMS = Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+STORAGE_CLASSES = Resource("storage.k8s.io/v1", "storageclasses", "StorageClass")
+CSI_NODES = Resource("storage.k8s.io/v1", "csinodes", "CSINode")
+CSI_DRIVERS = Resource("storage.k8s.io/v1", "csidrivers", "CSIDriver")
+CSI_STORAGE_CAPACITIES = Resource("storage.k8s.io/v1", "csistoragecapacities", "CSIStorageCapacity")
+VOLUME_ATTACHMENTS = Resource("storage.k8s.io/v1", "volumeattachments", "VolumeAttachment")
 
 
 def strip_managed_fields(obj: Obj) -> Obj:
@@ -167,10 +189,15 @@ class Informer:
         self.handlers: list[Handler] = []
         self.synced = threading.Event()
         self.resource_version = ""
-        #: Counters, for tests and metrics: lists done, watches opened, 410s seen.
+        #: The server said ``resource_version`` is expired or too large: the next list asks for none.
+        self._rv_unavailable = False
+        #: Counters, for tests and metrics: lists done, watches opened, relists after a failed or a cut watch.
         self.lists = 0
         self.watches = 0
         self.relists_on_gone = 0
+        self.relists_on_break = 0
+        #: Why the copy is not being kept current (the last list or watch failure), or "" when it is.
+        self.failing = ""
         self._store: dict[str, Obj] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -218,20 +245,61 @@ class Informer:
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self.synced.wait(timeout)
 
+    @property
+    def healthy(self) -> bool:
+        """Synced, and neither its last list nor its last watch failed."""
+        return self.synced.is_set() and not self.failing
+
     def run(self) -> None:
-        """ListAndWatch until stopped: relist on 410, rewatch after a break, back off on errors."""
-        relist_rv = "0"  # the first list may be served from the API server's watch cache, as client-go's
+        """ListAndWatch until stopped (client-go's ``Reflector.Run``): list, watch until the watch
+        fails, back off, relist."""
         while not self._stop.is_set():
-            try:
-                self._list(relist_rv)
-            except (TransportError, ApiStatusError) as e:
-                log.warning("informer %s: list failed: %s", self.name, e)
-                relist_rv = ""
-                self._sleep(self.backoff.next())
+            if self._list_and_watch():
                 continue
-            self.backoff.reset()
-            relist_rv = self._watch_until_gone()
+            self._sleep(self.backoff.next())
         log.debug("informer %s stopped", self.name)
+
+    def relist_resource_version(self) -> str:
+        """The resourceVersion the next list asks for (the reflector's ``relistResourceVersion``)."""
+        if self._rv_unavailable:
+            return ""  # a consistent read of what the server holds now
+        return self.resource_version or "0"  # "0": the first list may come from the watch cache
+
+    def _list_and_watch(self) -> bool:
+        """One list then watches until one fails or breaks; False when the caller should back off
+        before the next list."""
+        rv = self.relist_resource_version()
+        try:
+            self._list(rv)
+        except ApiStatusError as e:
+            if not (e.expired or e.too_large_resource_version) or rv == "":
+                return self._failed("list failed", e)
+            # The server no longer has this resourceVersion (410) or has never had it (its state is
+            # older than ours): list again at once, a consistent read of whatever it holds now.
+            log.warning(
+                "informer %s: resourceVersion %s is unavailable (%s); relisting the server's current state",
+                self.name,
+                rv,
+                e,
+            )
+            self._rv_unavailable = True
+            try:
+                self._list("")
+            except (TransportError, ApiStatusError) as e2:
+                return self._failed("list failed", e2)
+        except TransportError as e:
+            return self._failed("list failed", e)
+        self._rv_unavailable = False
+        self.failing = ""
+        self.backoff.reset()
+        # After a cut connection: relist at once (the list answers whether the server still has our
+        # resourceVersion); after a watch failure: back off first.
+        return self._watch()
+
+    def _failed(self, what: str, e: Exception) -> bool:
+        self.failing = f"{what}: {e}"
+        log.warning("informer %s: %s: %s", self.name, what, e)
+        return False
 
     def _sleep(self, seconds: float) -> None:
         self._stop.wait(seconds)
@@ -288,9 +356,44 @@ class Informer:
                 self._dispatch(prev, obj)
 
     # ------------------------------------------------------------------ watch
-    def _watch_until_gone(self) -> str:
-        """Watch (reopening after breaks) until 410 or stop; returns the resourceVersion to relist at."""
+    def _watch(self) -> bool:
+        """Watch from the tracked resourceVersion, reopening after clean ends, until a failure that calls
+        for a relist (returns False: relist after a backoff), a cut connection (returns True: relist at
+        once) or stop.
+
+        A cut connection is the sign of a server restart, and a restarted server may hold an older
+        state (etcd restored or recreated) whose resourceVersions have already passed ours: a watch
+        resumed there would skip, silently and for good, what changed in between (measured on a real
+        kube-apiserver whose etcd was wiped: pods created meanwhile were never seen). A relist at our
+        resourceVersion reads a state at least that fresh and the diff reports what vanished or
+        appeared, at the price of a list per cut connection (client-go rewatches instead).
+
+        Before every watch but the first after a list, the resourceVersion is checked
+        (``_check_resource_version``): kube-apiserver answers a watch from a resourceVersion it has not
+        reached (its etcd restored or recreated, which a restart hides behind an ordinary end of the
+        watch) with silence, not an error, until the watch times out. One object listed per watch
+        (every 5 to 10 minutes) is the price."""
+        check = False
         while not self._stop.is_set():
+            if check:
+                try:
+                    self._check_resource_version()
+                except TransportError as e:
+                    if self._stop.is_set():
+                        return False
+                    self._failed("watch could not be opened", e)
+                    self._sleep(self.backoff.next())
+                    continue
+                except ApiStatusError as e:
+                    if e.code == 429:
+                        self._failed("watch throttled", e)
+                        self._sleep(self.backoff.next())
+                        continue
+                    if e.too_large_resource_version:
+                        self._rv_unavailable = True  # the relist reads the server's state from scratch
+                    self._watch_failed(e)
+                    return False
+                check = False
             lo, hi = self.watch_timeout
             timeout = int(lo + random.random() * (hi - lo))
             query = {
@@ -300,33 +403,70 @@ class Informer:
                 "fieldSelector": self.field_selector,
             }
             try:
-                self._stream = self.transport.stream(self.resource.path(), query, read_timeout=timeout + 30.0)
+                try:
+                    self._stream = self.transport.stream(
+                        self.resource.path(), query, read_timeout=timeout + 30.0
+                    )
+                except TransportError as e:
+                    # isWatchErrorRetriable: no connection yet, retry the watch itself after a backoff.
+                    if self._stop.is_set():
+                        return False
+                    self._failed("watch could not be opened", e)
+                    self._sleep(self.backoff.next())
+                    check = True
+                    continue
+                except ApiStatusError as e:
+                    if e.code == 429:
+                        self._failed("watch throttled", e)
+                        self._sleep(self.backoff.next())
+                        continue
+                    self._watch_failed(e)
+                    return False
                 self.watches += 1
                 if self._stop.is_set():
                     self._stream.close()
-                    break
+                    return False
+                self.failing = ""
                 self._consume(self._stream)
                 self.backoff.reset()
-                continue  # a clean end (the server's timeout): reopen at once
-            except Gone:
-                self.relists_on_gone += 1
-                log.info(
-                    "informer %s: resourceVersion %s is gone, relisting", self.name, self.resource_version
-                )
-                return ""
-            except ApiStatusError as e:
-                if e.code == 410:
-                    self.relists_on_gone += 1
-                    return ""
-                log.warning("informer %s: watch failed: %s", self.name, e)
+                # A clean end (the server's timeout, or its shutdown): reopen at once, as the reflector
+                # does when its watch channel closes, once the resourceVersion is checked.
+                check = True
+            except (Gone, ApiStatusError) as e:
+                self._watch_failed(e)
+                return False
             except TransportError as e:
                 if self._stop.is_set():
-                    break
-                log.warning("informer %s: watch broke: %s", self.name, e)
+                    return False
+                log.info("informer %s: watch broke, relisting: %s", self.name, e)
+                self.relists_on_break += 1
+                return True
             finally:
                 self._stream = None
-            self._sleep(self.backoff.next())
-        return ""
+        return False
+
+    def _check_resource_version(self) -> None:
+        """Ask the server for one object at least as fresh as the tracked resourceVersion: answers
+        "504 Too large resource version" when the server's state is older than ours."""
+        self.transport.request(
+            "GET",
+            self.resource.path(),
+            query={
+                "limit": 1,
+                "resourceVersion": self.resource_version,
+                "fieldSelector": self.field_selector,
+            },
+        )
+
+    def _watch_failed(self, e: Exception) -> None:
+        """The watch ended with an error: the caller backs off and relists (client-go keeps the
+        resourceVersion for that list; a 410 or too-large answer to it then drops it). An expired
+        resourceVersion is routine (the server compacted its history) and does not count as failing."""
+        self.relists_on_gone += 1
+        if isinstance(e, Gone) or (isinstance(e, ApiStatusError) and e.expired):
+            log.info("informer %s: resourceVersion %s is gone, relisting", self.name, self.resource_version)
+            return
+        self._failed("watch failed, relisting", e)
 
     def _consume(self, events: Iterator[dict[str, Any]] | WatchStream) -> None:
         for ev in events:
@@ -337,7 +477,13 @@ class Informer:
                 code = int(obj.get("code") or 0)
                 if code == 410:
                     raise Gone(str(obj.get("message") or "gone"))
-                raise ApiStatusError(code, str(obj.get("reason") or ""), str(obj.get("message") or ""))
+                details = obj.get("details")
+                raise ApiStatusError(
+                    code,
+                    str(obj.get("reason") or ""),
+                    str(obj.get("message") or ""),
+                    details if isinstance(details, Mapping) else None,
+                )
             rv = resource_version(obj)
             if typ == "BOOKMARK":
                 if rv:

@@ -12,12 +12,15 @@
   pod's ``PodScheduled=False`` condition (reason ``Unschedulable`` or ``SchedulerError``) by a status
   patch, skipped when the pod already carries that condition; ``set_nominated_node`` patches
   ``status.nominatedNodeName``. Events and patches go through queues drained by worker threads, so
-  the scheduling thread never waits on the network.
+  the scheduling thread never waits on the network; a patch is dropped once the pod is bound or its
+  Binding is in flight, and carries the pod's resourceVersion as a precondition (``podstatus``).
 
 ``LiveScheduler`` wires it all: informers for nodes, pods (non-terminal, all schedulers: assigned pods
 fill the cache, pending pods of our profiles fill the queue), and those behind the plugins' services
 ``"pdbs"``, ``"namespaces"`` and ``"workloads"`` (``services.LiveServices``: PodDisruptionBudgets,
-namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets); the
+namespaces, and the selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets), and
+``"batch"`` and ``"volumes"`` when a profile's plugins read them (storage changes reach the queue as
+cluster events; ``KubeClient`` writes VolumeBinding's PreBind updates of PVs and claims); the
 ``Scheduler`` with a thread-pool binder; leader election from the configuration's ``leaderElection``;
 moved pods' reservations kept in a ConfigMap beside the lease and restored when leadership starts
 (``reservation_store``); metrics. ``run()`` blocks until ``stop()`` (SIGTERM) or until leadership is
@@ -38,22 +41,22 @@ from typing import Any
 from harmonic.api.pod import Pod
 from harmonic.cluster.binding import PodBinder
 from harmonic.cluster.events import EventRecorder, truncate_note
-from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods
+from harmonic.cluster.informer import Backoff, Informer, nodes_and_pods, resource_version
 from harmonic.cluster.leader import LeaderElector, default_identity
 from harmonic.cluster.podgroups import PodGroupStatusWriter
+from harmonic.cluster.podstatus import StatusPatcher
 from harmonic.cluster.reservation_store import ConfigMapStore, configmap_name
 from harmonic.cluster.reservation_store import restore as restore_reservations
-from harmonic.cluster.services import LiveServices, uses_batch_plugins
+from harmonic.cluster.services import LiveServices, uses_batch_plugins, uses_service
 from harmonic.cluster.transport import (
-    STRATEGIC_MERGE_PATCH,
     ApiStatusError,
     Transport,
     TransportError,
     object_path,
 )
-from harmonic.cluster.workers import WorkQueue
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.registry import Registry
+from harmonic.framework.services import VOLUMES
 from harmonic.framework.status import Code, Status
 from harmonic.scheduler.metrics import SchedulerMetrics
 from harmonic.scheduler.scheduler import Scheduler, ThreadBinder
@@ -81,39 +84,6 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class StatusPatcher:
-    """Pod status patches, applied in order by one worker thread (the scheduling thread only queues)."""
-
-    def __init__(self, transport: Transport) -> None:
-        self.transport = transport
-        self._patches: WorkQueue[tuple[str, str, dict[str, Any]]] = WorkQueue("status-patcher", self._patch)
-        self.failed = 0
-
-    def start(self) -> None:
-        self._patches.start()
-
-    def patch(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self._patches.put((namespace, name, status))
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._patches.stop(timeout)
-
-    def _patch(self, item: tuple[str, str, dict[str, Any]]) -> None:
-        ns, name, status = item
-        path = object_path("v1", "pods", ns, name) + "/status"
-        try:
-            self.transport.request(
-                "PATCH", path, body={"status": status}, content_type=STRATEGIC_MERGE_PATCH, decode=False
-            )
-        except ApiStatusError as e:
-            if e.code != 404:  # a pod deleted meanwhile needs no status
-                self.failed += 1
-                log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
-        except TransportError as e:
-            self.failed += 1
-            log.warning("patching status of pod %s/%s failed: %s", ns, name, e)
-
-
 class KubeClient:
     """``SchedulerClient`` over the API server. ``fence()`` returns the seconds a leader-only request
     may take, or None when this replica must not act (not the leader, or lease not renewed in time)."""
@@ -133,13 +103,30 @@ class KubeClient:
         self.events = events
         self.status = status
         self.fence = fence
+        #: Pods (namespace/name) whose Binding is being sent: their queued status patches are dropped.
+        self._binding: set[str] = set()
+        self._binding_lock = threading.Lock()
+
+    def binding_in_flight(self, key: str) -> bool:
+        with self._binding_lock:
+            return key in self._binding
 
     # ------------------------------------------------------------------ ClusterClient
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         remaining = self.fence()
         if remaining is None:
             return Status(Code.ERROR, f"binding {pod.key} refused: {NOT_LEADER}")
-        return self.binder.bind(pod, node_name, timeout=min(self.transport.timeout, remaining))
+        # The lease fences the whole call, retries of a throttled answer included.
+        deadline = time.monotonic() + remaining
+        with self._binding_lock:
+            self._binding.add(pod.key)
+        try:
+            return self.binder.bind(
+                pod, node_name, timeout=min(self.transport.timeout, remaining), deadline=deadline
+            )
+        finally:
+            with self._binding_lock:
+                self._binding.discard(pod.key)
 
     def evict(self, pod: Pod, reason: str) -> Status | None:
         remaining = self.fence()
@@ -166,11 +153,45 @@ class KubeClient:
     def set_nominated_node(self, pod: Pod, node_name: str) -> Status | None:
         if self.fence() is None:
             return Status(Code.ERROR, f"nominating a node for {pod.key} refused: {NOT_LEADER}")
-        latest = self.pods.get(pod.key)
-        current = ((latest or pod.raw).get("status") or {}).get("nominatedNodeName") or ""
+        latest = self.pods.get(pod.key) or pod.raw
+        if (latest.get("spec") or {}).get("nodeName"):
+            return None  # bound meanwhile: a nomination would contradict the server (422)
+        current = (latest.get("status") or {}).get("nominatedNodeName") or ""
         if current != node_name:
-            self.status.patch(pod.namespace, pod.name, {"nominatedNodeName": node_name or None})
+            self.status.patch(
+                pod.namespace, pod.name, {"nominatedNodeName": node_name or None}, resource_version(latest)
+            )
         return None
+
+    # ------------------------------------------------------------------ VolumeBindingClient
+    def update_persistent_volume(self, raw: Obj) -> Obj | Status:
+        """VolumeBinding's PreBind: a PV pre-bound to its claim, written back whole (PUT, with the
+        resourceVersion read: a PV changed meanwhile is a 409 and the pod is retried), as kube-scheduler's
+        volume binder does."""
+        return self._replace("persistentvolumes", None, raw)
+
+    def update_persistent_volume_claim(self, raw: Obj) -> Obj | Status:
+        """VolumeBinding's PreBind: a claim annotated with the node chosen for provisioning (PUT)."""
+        namespace = str((raw.get("metadata") or {}).get("namespace") or "default")
+        return self._replace("persistentvolumeclaims", namespace, raw)
+
+    def _replace(self, plural: str, namespace: str | None, raw: Obj) -> Obj | Status:
+        name = str((raw.get("metadata") or {}).get("name") or "")
+        remaining = self.fence()
+        if remaining is None:
+            return Status(Code.ERROR, f"updating {plural} {name!r} refused: {NOT_LEADER}")
+        kind = "PersistentVolume" if plural == "persistentvolumes" else "PersistentVolumeClaim"
+        body = {"apiVersion": "v1", "kind": kind, **raw}
+        try:
+            got: Obj = self.transport.request(
+                "PUT",
+                object_path("v1", plural, namespace, name),
+                body=body,
+                timeout=min(self.transport.timeout, remaining),
+            )
+        except (ApiStatusError, TransportError) as e:
+            return Status(Code.ERROR, f"updating {plural} {name!r}: {getattr(e, 'message', '') or e}")
+        return got
 
     # ------------------------------------------------------------------ SchedulerClient
     def report_scheduled(self, pod: Pod, node_name: str) -> None:
@@ -206,7 +227,7 @@ class KubeClient:
             else _now()
         )
         cond["lastProbeTime"] = None
-        self.status.patch(pod.namespace, pod.name, {"conditions": [cond]})
+        self.status.patch(pod.namespace, pod.name, {"conditions": [cond]}, resource_version(latest))
 
 
 class LiveScheduler:
@@ -238,7 +259,9 @@ class LiveScheduler:
         self.identity = identity or default_identity()
         self.metrics = metrics or SchedulerMetrics()
         batch = uses_batch_plugins(config)
-        plugin_services = LiveServices(transport, informer_backoff, batch=batch)
+        plugin_services = LiveServices(
+            transport, informer_backoff, batch=batch, storage=uses_service(config, registry, VOLUMES)
+        )
         self.informers: dict[str, Informer] = {
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
@@ -250,7 +273,9 @@ class LiveScheduler:
             retry_sleep=event_retry_sleep,
             on_drop=self.metrics.events_dropped.inc,
         )
-        self.status = StatusPatcher(transport)
+        self.status = StatusPatcher(
+            transport, self.informers["pods"].get, lambda key: self.client.binding_in_flight(key)
+        )
         le = config.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
@@ -276,6 +301,8 @@ class LiveScheduler:
         )
         self.informers["nodes"].add_handler(self.scheduler.on_node)
         self.informers["pods"].add_handler(self.scheduler.on_pod)
+        if plugin_services.volumes is not None:
+            plugin_services.volumes.subscribe(self.scheduler.on_cluster_event)
         #: Moved pods' reservations, kept beside the lease (``reservation_store``).
         self.reservation_store = ConfigMapStore(
             transport, le.resource_namespace, configmap_name(le.resource_name), self._fence
@@ -329,10 +356,16 @@ class LiveScheduler:
         def synced() -> str | None:
             return None if self.synced.is_set() else "informers have not synced yet"
 
+        def current() -> str | None:
+            # An informer that cannot list or watch (API server refusing, or restored with older state
+            # and not yet relisted) feeds the scheduler a stale copy: not ready until it recovers.
+            failing = [f"{name}: {inf.failing}" for name, inf in self.informers.items() if inf.failing]
+            return "informer(s) not current: " + "; ".join(failing) if failing else None
+
         def stopping() -> str | None:
             return "shutting down" if self._stop.is_set() else None
 
-        return {"informerSync": synced, "shutdown": stopping}
+        return {"informerSync": synced, "informersCurrent": current, "shutdown": stopping}
 
     # ------------------------------------------------------------------ lifecycle
     def run(self, sync_timeout: float | None = None) -> int:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
+import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from harmonic.framework.config import yaml_problem
+from harmonic import safeyaml
 
 
 class KubeconfigError(ValueError):
@@ -128,9 +130,9 @@ def check_kubeconfig(path: str | Path, context: str | None = None, selected: boo
     except (OSError, UnicodeDecodeError) as e:
         raise KubeconfigError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise KubeconfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+        raise KubeconfigError(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
     if not isinstance(data, dict):
         raise KubeconfigError(f"{path}: expected a kubeconfig object (apiVersion: v1, kind: Config)")
     try:
@@ -154,6 +156,28 @@ def check_kubeconfig(path: str | Path, context: str | None = None, selected: boo
         raise KubeconfigError(f"{path}: contexts[{name!r}].cluster: no cluster named {ctx.cluster!r}")
     if not clusters[ctx.cluster].server:
         raise KubeconfigError(f"{path}: clusters[{ctx.cluster!r}].server: is required")
-    if ctx.user and ctx.user not in {u.name for u in cfg.users or ()}:
+    users = {u.name: u.user for u in cfg.users or ()}
+    if ctx.user and ctx.user not in users:
         raise KubeconfigError(f"{path}: contexts[{name!r}].user: no user named {ctx.user!r}")
+    user = users.get(ctx.user)
+    if user is not None and user.exec is not None:
+        _check_exec_plugin(path, ctx.user, user.exec)
     return cfg
+
+
+def _check_exec_plugin(path: str | Path, user: str, plugin: ExecConfig) -> None:
+    """The user's exec credential plugin is installed. The Python client, when it cannot run it, logs
+    one line and sends requests without credentials (401 on every one); client-go fails each request
+    with "exec: executable ... not found" and the plugin's installHint. Found at start instead, with
+    the same words. A command with a slash is relative to the kubeconfig's folder, as client-go
+    resolves it; one without is looked up on $PATH."""
+    command = plugin.command
+    if os.sep in command and not os.path.isabs(command):
+        command = os.path.join(os.path.dirname(os.path.abspath(path)), command)
+    if shutil.which(command) is not None:
+        return
+    hint = f" {' '.join(plugin.install_hint.split())}" if plugin.install_hint else ""
+    raise KubeconfigError(
+        f"{path}: users[{user!r}].exec.command: exec: executable {plugin.command} not found: a client-go "
+        f"credential plugin that is not installed.{hint}"
+    )

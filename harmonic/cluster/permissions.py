@@ -2,8 +2,10 @@
 
 The deploy manifests and the Helm chart grant exactly these (tests check both ways: every call the
 clients make is allowed, every granted rule is listed here). Compared with kube-scheduler's
-``system:kube-scheduler`` role, Harmonic needs no volume objects (it runs no volume plugins) and no pod
-deletion (preemption goes through the Eviction API, which honours PodDisruptionBudgets).
+``system:kube-scheduler`` and ``system:volume-scheduler`` roles, Harmonic needs no pod deletion
+(preemption goes through the Eviction API, which honours PodDisruptionBudgets), no Dynamic Resource
+Allocation objects (it has no DRA plugin), and only ``update`` of PersistentVolumes and claims
+(VolumeBinding's PreBind replaces them whole; kube-scheduler's role also grants ``patch``).
 
 ``request_attributes`` maps an HTTP request to what the API server authorizes (its RequestInfo):
 verb, API group, resource (with subresource), so recorded client calls can be checked against rules.
@@ -43,6 +45,24 @@ _WORKLOAD_SELECTORS = (
 )
 
 
+#: The "volumes" service's informers (profiles running VolumeBinding, VolumeRestrictions, VolumeZone or
+#: NodeVolumeLimits, so every default profile), in both modes: kube-scheduler's storage listers.
+_STORAGE_OBJECTS = (
+    Permission(
+        "",
+        ("persistentvolumes", "persistentvolumeclaims"),
+        READ,
+        "the volume plugins read a pod's claims and their volumes",
+    ),
+    Permission(
+        "storage.k8s.io",
+        ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
+        READ,
+        "volume binding (classes, capacity), attach limits (CSINodes, drivers, attachments)",
+    ),
+)
+
+
 #: The "batch" service's informers (profiles with Coscheduling or CapacityScheduling), in both modes.
 _BATCH_OBJECTS = Permission(
     "scheduling.x-k8s.io",
@@ -63,6 +83,13 @@ def scheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
         Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
         Permission("policy", ("poddisruptionbudgets",), READ, "preemption counts PDB violations"),
         *_WORKLOAD_SELECTORS,
+        *_STORAGE_OBJECTS,
+        Permission(
+            "",
+            ("persistentvolumes", "persistentvolumeclaims"),
+            ("update",),
+            "VolumeBinding's PreBind: a PV pre-bound to its claim, a claim given the node to provision on",
+        ),
         _BATCH_OBJECTS,
         Permission(
             "scheduling.x-k8s.io",
@@ -140,6 +167,7 @@ def extender_permissions() -> tuple[Permission, ...]:
         Permission("", ("namespaces",), READ, "namespace selectors of pod (anti-)affinity terms"),
         Permission("policy", ("poddisruptionbudgets",), READ, "the pdbs service plugins read"),
         *_WORKLOAD_SELECTORS,
+        *_STORAGE_OBJECTS,
         _BATCH_OBJECTS,
     )
 

@@ -11,6 +11,11 @@
   ReplicationControllers, ReplicaSets and StatefulSets (PodTopologySpread's default constraints).
 - ``"batch"`` (only with ``batch=True``, for profiles running Coscheduling or CapacityScheduling, whose
   CRDs a cluster may lack): a ``harmonic.api.batch.BatchObjects`` of PodGroups and ElasticQuotas.
+- ``"volumes"`` (only with ``storage=True``, for profiles running a plugin that reads it: VolumeBinding,
+  VolumeRestrictions, VolumeZone, NodeVolumeLimits, see ``uses_service``): a
+  ``harmonic.framework.volumes.InMemoryVolumes`` fed by informers of PersistentVolumes, claims,
+  StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and VolumeAttachments (kube-scheduler's
+  listers), objects kept with the server's resourceVersions (VolumeBinding's PreBind writes them back).
 
 The first two read an informer's store, the third is fed by informers' handlers, so all are current
 and safe to use from any thread. ``LiveServices`` builds those informers and services for both live
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
@@ -33,22 +39,32 @@ from harmonic.api.pdb import PodDisruptionBudget, parse_pdb
 from harmonic.api.workloads import SERVICE_NAME as WORKLOADS_SERVICE
 from harmonic.api.workloads import WorkloadIndex
 from harmonic.cluster.informer import (
+    CSI_DRIVERS,
+    CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     ELASTIC_QUOTAS,
     NAMESPACES,
     PDBS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_GROUPS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     Backoff,
     Handler,
     Informer,
     Resource,
     Transform,
+    strip_managed_fields,
 )
 from harmonic.cluster.transport import Transport
 from harmonic.framework import services as keys
+from harmonic.framework.registry import Registry
+from harmonic.framework.volumes import InMemoryVolumes
 
 log = logging.getLogger(__name__)
 
@@ -90,27 +106,46 @@ class NamespaceLabels(Mapping[str, Mapping[str, str]]):
 class DisruptionBudgets:
     def __init__(self, store: _Store) -> None:
         self._store = store
-        #: Compiled budgets by (namespace/name, resourceVersion): a budget is parsed once per change.
-        self._compiled: dict[tuple[str, str], PodDisruptionBudget] = {}
+        #: Compiled budgets by (namespace/name, resourceVersion): a budget is parsed once per change; a
+        #: malformed one is kept as None, so it is logged once, not at every preemption.
+        self._compiled: dict[tuple[str, str], PodDisruptionBudget | None] = {}
+        #: The last answer and the informer's resourceVersion it was read at: every preemption asks,
+        #: and with hundreds of budgets walking them each time was a sixth of a preemption's cost.
+        self._answered: tuple[tuple[str, int], builtins.list[PodDisruptionBudget]] | None = None
 
     def list(self) -> builtins.list[Obj]:
         return self._store.list()
 
     def __call__(self) -> builtins.list[PodDisruptionBudget]:
+        # An informer sets its resourceVersion after updating its store, so an answer read after
+        # seeing version V holds every change up to V; its list count tells a relist (after which
+        # an API server restored from a backup may reuse versions). A store without a version (the
+        # in-memory one) is read every time.
+        version = (getattr(self._store, "resource_version", ""), getattr(self._store, "lists", 0))
+        if version[0] and self._answered is not None and self._answered[0] == version:
+            return list(self._answered[1])
+        out = self._read()
+        if version[0]:
+            self._answered = (version, out)
+        return list(out)
+
+    def _read(self) -> builtins.list[PodDisruptionBudget]:
         out: builtins.list[PodDisruptionBudget] = []
-        fresh: dict[tuple[str, str], PodDisruptionBudget] = {}
+        fresh: dict[tuple[str, str], PodDisruptionBudget | None] = {}
         for raw in self._store.list():
             meta = raw.get("metadata") or {}
             key = (f"{meta.get('namespace')}/{meta.get('name')}", str(meta.get("resourceVersion", "")))
-            view = self._compiled.get(key)
-            if view is None:
+            if key in self._compiled:
+                view = self._compiled[key]
+            else:
                 try:
                     view = parse_pdb(raw)
                 except ObjectError as e:
                     log.warning("ignoring PodDisruptionBudget: %s", e)
-                    continue
+                    view = None
             fresh[key] = view
-            out.append(view)
+            if view is not None:
+                out.append(view)
         self._compiled = fresh
         return out
 
@@ -169,19 +204,28 @@ def _feed(kind: str, apply: Callable[[Obj], None], delete: Callable[[str, str], 
     """An informer handler applying each reported ``kind`` object and deleting the ones that go. An
     object ``apply`` refuses is logged and deleted, so a stale version does not outlive it."""
 
+    #: The error last logged per refused object: one line per object and error, not one per update.
+    refused: dict[tuple[str, str], str] = {}
+
     def on_change(old: Obj | None, new: Obj | None) -> None:
         obj = new if new is not None else old
         assert obj is not None
         meta = obj.get("metadata") or {}
         ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         if new is None:
+            refused.pop((ns, name), None)
             delete(ns, name)
             return
         try:
             apply(new)
         except ObjectError as e:
-            log.warning("ignoring %s: %s", kind, e)
+            if refused.get((ns, name)) != str(e):
+                refused[(ns, name)] = str(e)
+                log.warning("ignoring %s: %s", kind, e)
             delete(ns, name)
+            return
+        if refused:
+            refused.pop((ns, name), None)
 
     return on_change
 
@@ -210,6 +254,68 @@ def batch_feed(store: BatchObjects, kind: str) -> Handler:
     )
 
 
+#: The storage objects behind the ``"volumes"`` service, as kube-scheduler's informers list them.
+STORAGE_RESOURCES = (
+    PERSISTENT_VOLUMES,
+    PERSISTENT_VOLUME_CLAIMS,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
+    VOLUME_ATTACHMENTS,
+)
+
+
+def profile_uses_service(profile: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """Does any plugin of ``profile`` read the ``key`` service (its ``needs(args)``, required or
+    degraded)? The live adapters start an informer only for a service someone reads."""
+    for name in profile.plugin_names:
+        cls = profile.plugin_classes.get(name) or registry.get(name)
+        if cls is not None and any(need.key.name == key.name for need in cls.needs(profile.args[name])):
+            return True
+    return False
+
+
+def uses_service(config: Any, registry: Registry, key: keys.ServiceKey[Any]) -> bool:
+    """``profile_uses_service`` for any profile of ``config`` (a SchedulerConfiguration)."""
+    return any(profile_uses_service(prof, registry, key) for prof in config.profiles)
+
+
+class StorageFeed:
+    """Informer handlers keeping an ``InMemoryVolumes`` current. The informers of the seven kinds run on
+    threads of their own, so writes are serialised here (the store's generation must step once per
+    change); a malformed object is logged and treated as absent."""
+
+    def __init__(self, volumes: InMemoryVolumes) -> None:
+        self.volumes = volumes
+        self._lock = threading.Lock()
+
+    def handler(self, kind: str) -> Handler:
+        def put(obj: Obj) -> None:
+            with self._lock:
+                self.volumes.put({**obj, "kind": kind})  # list items come without it
+
+        def delete(namespace: str, name: str) -> None:
+            with self._lock:
+                self.volumes.delete(kind, name, namespace)
+
+        return _feed(kind, put, delete)
+
+
+class StorageInformers:
+    """The ``"volumes"`` service (``volumes``, an ``InMemoryVolumes``) and the informers feeding it, keyed
+    by resource name; the adapter starts and stops them (the rescheduler uses them alone)."""
+
+    def __init__(self, transport: Transport, backoff: Callable[[], Backoff] = Backoff) -> None:
+        self.volumes = InMemoryVolumes()
+        feed = StorageFeed(self.volumes)
+        self.informers: dict[str, Informer] = {}
+        for resource in STORAGE_RESOURCES:
+            inf = Informer(transport, resource, backoff=backoff(), transform=strip_managed_fields)
+            inf.add_handler(feed.handler(resource.kind))
+            self.informers[resource.plural] = inf
+
+
 class LiveServices:
     """The plugin services of a live adapter and the informers behind them: PodDisruptionBudgets and
     namespaces (stores read as they are), Services, ReplicationControllers, ReplicaSets and
@@ -217,11 +323,17 @@ class LiveServices:
 
     ``informers`` are keyed by resource name (``pdbs``, ``namespaces``, ``services``, ...); the adapter
     starts and stops them with its own and counts them in its readiness. ``backoff`` makes each
-    informer's reconnect backoff.
+    informer's reconnect backoff. ``batch`` adds the PodGroup and ElasticQuota informers, ``storage``
+    those of the storage objects (``volumes``, whose ``subscribe`` reports each change as a
+    ``ClusterEvent``, for requeueing pods).
     """
 
     def __init__(
-        self, transport: Transport, backoff: Callable[[], Backoff] = Backoff, batch: bool = False
+        self,
+        transport: Transport,
+        backoff: Callable[[], Backoff] = Backoff,
+        batch: bool = False,
+        storage: bool = False,
     ) -> None:
         self.informers: dict[str, Informer] = {
             "pdbs": Informer(transport, PDBS, backoff=backoff()),
@@ -242,6 +354,12 @@ class LiveServices:
                 inf.add_handler(batch_feed(self.batch, resource.kind))
                 self.informers[resource.plural] = inf
             self.services[BATCH_SERVICE] = self.batch
+        self.volumes: InMemoryVolumes | None = None
+        if storage:
+            informers = StorageInformers(transport, backoff)
+            self.volumes = informers.volumes
+            self.informers.update(informers.informers)
+            self.services[keys.VOLUMES.name] = self.volumes
 
     def _workload_informer(self, transport: Transport, resource: Resource, backoff: Backoff) -> Informer:
         inf = Informer(transport, resource, backoff=backoff, transform=selector_view(resource.kind))

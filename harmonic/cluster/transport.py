@@ -41,7 +41,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -54,7 +54,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from harmonic import __version__
 from harmonic.cluster import http1
-from harmonic.cluster.kubeconfig import KubeconfigError, check_kubeconfig
+from harmonic.cluster.kubeconfig import Kubeconfig, KubeconfigError, check_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,12 @@ DEFAULT_TIMEOUT = 30.0
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 AUTH_CACHE_SECONDS = 10.0
+#: client-go's rest client repeats a request whose answer asks for it (429, or 5xx with a
+#: ``Retry-After`` header) at most this many times (``rest.Request``'s default ``maxRetries``).
+MAX_RETRIES = 10
+#: Harmonic's own bound on one ``Retry-After`` wait (client-go has none): a server asking for an hour
+#: must not park a binder or an informer thread that long.
+MAX_RETRY_AFTER = 60.0
 
 
 class ClientConfigError(ValueError):
@@ -81,16 +87,24 @@ class ApiStatusError(Exception):
     """The API server answered with a non-2xx status; fields from its ``Status`` body."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
         self.message = message
         self.details = dict(details or {})
+        #: Seconds the server asked to wait before retrying (its ``Retry-After`` header), if it did.
+        self.retry_after = retry_after
 
     @classmethod
-    def from_body(cls, code: int, body: bytes) -> ApiStatusError:
+    def from_body(cls, code: int, body: bytes, retry_after: str | None = None) -> ApiStatusError:
+        wait = retry_after_seconds(retry_after)
         try:
             st = json.loads(body)
         except ValueError:
@@ -101,9 +115,40 @@ class ApiStatusError(Exception):
                 str(st.get("reason") or ""),
                 str(st.get("message") or ""),
                 st.get("details") if isinstance(st.get("details"), dict) else None,
+                wait,
             )
         text = body[:200].decode("utf-8", "replace").strip()
-        return cls(code, "", text or f"HTTP {code}")
+        return cls(code, "", text or f"HTTP {code}", None, wait)
+
+    @property
+    def causes(self) -> list[Mapping[str, Any]]:
+        causes = self.details.get("causes")
+        return [c for c in causes if isinstance(c, Mapping)] if isinstance(causes, list) else []
+
+    @property
+    def expired(self) -> bool:
+        """410 Gone or reason ``Expired``: the resourceVersion asked for is older than the server keeps
+        (client-go's ``isExpiredError``)."""
+        return self.code == 410 or self.reason in ("Expired", "Gone")
+
+    @property
+    def too_large_resource_version(self) -> bool:
+        """The resourceVersion asked for is newer than the server has (its etcd was restored or
+        recreated, or its watch cache lags): client-go's ``isTooLargeResourceVersionError``, by the
+        ``ResourceVersionTooLarge`` cause or, from servers before 1.18.6, a 504 naming it."""
+        if any(c.get("reason") == "ResourceVersionTooLarge" for c in self.causes):
+            return True
+        if self.code != 504 and self.reason != "Timeout":
+            return False
+        return "Too large resource version" in self.message or any(
+            c.get("message") == "Too large resource version" for c in self.causes
+        )
+
+    @property
+    def throttled(self) -> bool:
+        """A 429, or a 5xx with ``Retry-After``: client-go's ``checkWait`` — the server did not process
+        the request and says when to send it again, so even a non-idempotent POST may be repeated."""
+        return self.retry_after is not None and (self.code == 429 or self.code >= 500)
 
     @property
     def retriable(self) -> bool:
@@ -137,28 +182,82 @@ class RateLimiter:
         return wait
 
 
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header as client-go reads it (whole seconds; anything else is no header)."""
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(min(max(seconds, 0), MAX_RETRY_AFTER))
+
+
 def load_client(kubeconfig: str | None = None, context: str | None = None) -> kclient.ApiClient:
     """An ``ApiClient`` from ``kubeconfig`` (a path), else the in-cluster service account, else
     ``$KUBECONFIG``/``~/.kube/config``."""
     cfg = kclient.Configuration()
     try:
         if kubeconfig:
-            check_kubeconfig(kubeconfig, context)
-            kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+            checked = check_kubeconfig(kubeconfig, context)
+            with _library_errors() as errors:
+                kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+            _check_exec_credentials(kubeconfig, checked, context, cfg, errors)
         else:
             try:
                 kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             except ConfigException:
                 files = _kubeconfig_paths()
                 for f in files:
-                    check_kubeconfig(f, context, selected=len(files) == 1)
-                kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+                    checked = check_kubeconfig(f, context, selected=len(files) == 1)
+                with _library_errors() as errors:
+                    kconfig.load_kube_config(context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+                if len(files) == 1:
+                    _check_exec_credentials(files[0], checked, context, cfg, errors)
     except KubeconfigError as e:
         raise ClientConfigError(f"cannot load cluster configuration from {e}") from None
     except (ConfigException, OSError, ValueError, yaml.YAMLError) as e:
         where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
         raise ClientConfigError(f"cannot load cluster configuration from {where}: {e}") from None
     return kclient.ApiClient(configuration=cfg)
+
+
+@contextlib.contextmanager
+def _library_errors() -> Iterator[list[str]]:
+    """The error lines the client library logs (on the root logger) while loading: it reports a
+    credential plugin that failed that way, then goes on without credentials."""
+    lines: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                lines.append(" ".join(record.getMessage().split()))
+
+    handler = _Keep()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        root.removeHandler(handler)
+
+
+def _check_exec_credentials(
+    path: str, checked: Kubeconfig, context: str | None, cfg: kclient.Configuration, errors: list[str]
+) -> None:
+    """A user whose exec credential plugin ran but gave no credentials is an error at start (client-go
+    fails every request with the plugin's error; the Python client would send them unauthenticated)."""
+    name = context or checked.current_context
+    user = next((c.context.user for c in checked.contexts or () if c.name == name), "")
+    auth = next((u.user for u in checked.users or () if u.name == user), None)
+    if auth is None or auth.exec is None:
+        return
+    if cfg.api_key.get("BearerToken") or cfg.cert_file:
+        return
+    why = "; ".join(errors) or "no token and no client certificate in its output"
+    raise KubeconfigError(
+        f"{path}: users[{user!r}].exec: the credential plugin {auth.exec.command} gave no credentials: {why}"
+    )
 
 
 def cluster_config_found() -> bool:
@@ -235,6 +334,10 @@ class Transport:
             raise ClientConfigError(f"TLS settings for {cfg.host} cannot be used: {e}") from None
         self._sni = cfg.tls_server_name or None
         self.limiter = RateLimiter(qps, burst)
+        #: How many times an answer asking for a retry is retried (``request``, ``stream``).
+        self.max_retries = MAX_RETRIES
+        #: Waits out a ``Retry-After`` (tests record the waits instead).
+        self.sleep: Callable[[float], None] = time.sleep
         self.user_agent = user_agent
         self.timeout = timeout
         self._local = threading.local()
@@ -244,12 +347,20 @@ class Transport:
         self._blocks: dict[str | None, tuple[dict[str, str], bytes]] = {}
         self._auth_expires = 0.0
 
+    @property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS settings of the configuration (server CA, client certificate), None for plain HTTP:
+        what a proxy standing in for this client presents to the same server."""
+        return self._tls
+
     def with_limits(self, qps: float, burst: int, user_agent: str | None = None) -> Transport:
         """A transport to the same server with its own rate limit (client-go gives the event recorder
         its own client, so events never starve binds)."""
-        return Transport(
+        other = Transport(
             self.api, qps=qps, burst=burst, user_agent=user_agent or self.user_agent, timeout=self.timeout
         )
+        other.max_retries = self.max_retries
+        return other
 
     # ------------------------------------------------------------------ connections and auth
     def _connect(self, timeout: float) -> http.client.HTTPConnection:
@@ -313,14 +424,58 @@ class Transport:
         content_type: str = JSON,
         timeout: float | None = None,
         decode: bool = True,
+        deadline: float | None = None,
     ) -> Any:
         """One API call; the decoded JSON answer (None with ``decode=False``: for writes whose answer
-        nobody reads, a Binding's or an Event's). Raises ``ApiStatusError`` or ``TransportError``."""
-        self.limiter.acquire()
+        nobody reads, a Binding's or an Event's). Raises ``ApiStatusError`` or ``TransportError``.
+
+        An answer that asks to be retried (``ApiStatusError.throttled``: 429, or 5xx with
+        ``Retry-After``) is sent again after the wait it names, up to ``MAX_RETRIES`` times, whatever the
+        verb, as client-go's rest client does, except a "too large resource version" answer: client-go
+        waits that one out too (ten times kube-apiserver's 3 s wait and 1 s Retry-After), but a server
+        restored to an older state will not catch up, and the caller's relist from scratch (a consistent
+        read) does not need it to. ``deadline`` (``time.monotonic()``) bounds the whole call,
+        retries included: a wait that would pass it ends the call with the last answer."""
         data = _encode(body) if body is not None else None
         target = self.url(path, query)
         timeout = timeout or self.timeout
-        status, payload = 0, b""
+        for retry in range(self.max_retries + 1):
+            self.limiter.acquire()
+            attempt_timeout = timeout
+            if deadline is not None:
+                attempt_timeout = min(timeout, deadline - time.monotonic())
+                if attempt_timeout <= 0:
+                    raise TransportError(f"{method} {path}: deadline exceeded")
+            status, payload, retry_after = self._send(
+                method, path, target, data, content_type, attempt_timeout
+            )
+            if 200 <= status < 300:
+                break
+            err = ApiStatusError.from_body(status, payload, retry_after)
+            wait = err.retry_after
+            if (
+                not err.throttled
+                or wait is None
+                or err.too_large_resource_version
+                or retry >= self.max_retries
+            ):
+                raise err
+            if deadline is not None and time.monotonic() + wait >= deadline:
+                raise err
+            log.debug("%s %s: %s; retrying in %g s", method, path, err, wait)
+            self.sleep(wait)
+        if not payload or not decode:
+            return None
+        try:
+            return _decode(payload)
+        except msgspec.DecodeError:
+            raise TransportError(f"{method} {path}: answer is not JSON") from None
+
+    def _send(
+        self, method: str, path: str, target: str, data: bytes | None, content_type: str, timeout: float
+    ) -> tuple[int, bytes, str | None]:
+        """One request on this thread's connection: (status, body, Retry-After)."""
+        status, payload, retry_after = 0, b"", None
         auth_retried = False
         for attempt in range(3):
             conn: http1.Connection | None = getattr(self._local, "conn", None)
@@ -335,7 +490,7 @@ class Transport:
                 resp = conn.request(
                     method, target, self._header_block(content_type if data is not None else None), data
                 )
-                payload, status = resp.body, resp.status
+                payload, status, retry_after = resp.body, resp.status, resp.retry_after
                 if resp.will_close:
                     self._drop(conn)
             except (http1.RemoteClosed, ConnectionResetError, BrokenPipeError) as e:
@@ -353,14 +508,7 @@ class Transport:
                 self._forget_auth()  # the cached token may have expired: fetch a fresh one, once
                 continue
             break
-        if not 200 <= status < 300:
-            raise ApiStatusError.from_body(status, payload)
-        if not payload or not decode:
-            return None
-        try:
-            return _decode(payload)
-        except msgspec.DecodeError:
-            raise TransportError(f"{method} {path}: answer is not JSON") from None
+        return status, payload, retry_after
 
     def _drop(self, conn: http1.Connection) -> None:
         with contextlib.suppress(OSError):
@@ -371,9 +519,11 @@ class Transport:
     def stream(self, path: str, query: Mapping[str, Any], read_timeout: float) -> WatchStream:
         """Open a watch (GET with ``watch=true``) on a connection of its own; iterate the returned
         stream for decoded events."""
-        self.limiter.acquire()
         target = self.url(path, {**query, "watch": "true"})
-        for attempt in range(2):
+        auth_retried = False
+        retries = 0
+        while True:
+            self.limiter.acquire()
             try:
                 conn = self._connect(read_timeout)
                 conn.request("GET", target, headers=self._headers(None))
@@ -387,11 +537,20 @@ class Transport:
             except (OSError, http.client.HTTPException):
                 body = b""
             conn.close()
-            if resp.status == 401 and attempt == 0:
+            if resp.status == 401 and not auth_retried:
+                auth_retried = True
                 self._forget_auth()
                 continue
-            raise ApiStatusError.from_body(resp.status, body)
-        raise AssertionError("unreachable")
+            err = ApiStatusError.from_body(resp.status, body, resp.getheader("Retry-After"))
+            if (
+                not err.throttled
+                or err.retry_after is None
+                or err.too_large_resource_version
+                or retries >= self.max_retries
+            ):
+                raise err
+            retries += 1  # as a request: wait as asked, then ask again (client-go's Watch)
+            self.sleep(err.retry_after)
 
 
 class WatchStream:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from harmonic.api.errors import ObjectError
@@ -53,6 +53,12 @@ class ClusterCache:
         #: Every non-terminal pod, pending or bound: the ``"pods"`` service (gang members, quota usage).
         self.pods = PodLister()
         self._synced = threading.Event()
+        #: Objects that cannot be compiled ("Node name" / "Pod uid") -> the error logged about them: one
+        #: line per object and error, not one per status update.
+        self._refused: dict[str, str] = {}
+        #: Why the event source cannot keep the cache current right now ("" when it can): a live
+        #: cluster's informer that cannot list or watch. Set by the source; read by readiness.
+        self.stale: Callable[[], str] = lambda: ""
         #: Bumped on every applied event (tests and readiness use it).
 
     @property
@@ -80,27 +86,34 @@ class ClusterCache:
         if new is None:
             name = ((old or {}).get("metadata") or {}).get("name")
             if isinstance(name, str):
+                self._refused.pop(f"Node {name}", None)
                 with self.lock:
                     self.cache.remove_node(name)
             return
         try:
             node = parse_node(new)
         except ObjectError as e:
-            log.error("extender cache: ignoring node: %s", e)
+            self._refuse(f"Node {(new.get('metadata') or {}).get('name')}", "node", e)
             return
+        if self._refused:
+            self._refused.pop(f"Node {node.name}", None)
         with self.lock:
             self.cache.update_node(node)
 
     def on_pod(self, old: Manifest | None, new: Manifest | None) -> None:
         if new is None:
-            self._delete_pod(_uid(old or {}))
+            uid = _uid(old or {})
+            self._refused.pop(f"Pod {uid}", None)
+            self._delete_pod(uid)
             return
         try:
             pod = parse_pod(new)
         except ObjectError as e:
-            log.error("extender cache: ignoring pod: %s", e)
+            self._refuse(f"Pod {_uid(new)}", "pod", e)
             self._delete_pod(_uid(new))
             return
+        if self._refused:
+            self._refused.pop(f"Pod {pod.uid}", None)
         if pod.is_terminal:
             self._delete_pod(pod.uid)
             return
@@ -111,6 +124,11 @@ class ClusterCache:
                 return
             self._pending.pop(pod.uid, None)
             self.cache.add_pod(pod)
+
+    def _refuse(self, key: str, kind: str, err: ObjectError) -> None:
+        if self._refused.get(key) != str(err):
+            self._refused[key] = str(err)
+            log.error("extender cache: ignoring %s: %s", kind, err)
 
     def _delete_pod(self, uid: str) -> None:
         with self.lock:

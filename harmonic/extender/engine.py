@@ -85,6 +85,7 @@ from harmonic.signals.feedback.placement import PlacementView
 log = logging.getLogger(__name__)
 
 NODE_NOT_CACHED = "node(s) were not yet known to the Harmonic extender's cache"
+NODE_UNREADABLE = "node(s) could not be read by the Harmonic extender"
 _MEMO_MIN = 10_000
 
 
@@ -124,12 +125,16 @@ class _RequestNodes:
         self.snapshot = Snapshot()
         self._current: dict[str, tuple[str, str] | None] = {}
         self._memo: dict[tuple[str, str], Node] = {}
+        #: Nodes of the current request left out because they cannot be compiled: name -> why.
+        self.refused: dict[str, str] = {}
 
     def sync(self, items: list[wire.NodeItem]) -> None:
         wanted = {it.name for it in items}
         for name in [n for n in self._current if n not in wanted]:
             self.snapshot.remove_node(name)
             del self._current[name]
+        for name in [n for n in self.refused if n not in wanted]:
+            del self.refused[name]
         if len(self._memo) > max(_MEMO_MIN, 4 * len(items)):
             self._memo.clear()
         for i, it in enumerate(items):
@@ -140,11 +145,24 @@ class _RequestNodes:
                 try:
                     node = parse_node(it.manifest())
                 except (ObjectError, ValueError) as e:
-                    raise WireError(f"Nodes.items[{i}]: {e}") from None
+                    self._refuse(it.name, f"Nodes.items[{i}]: {e}")
+                    continue
                 if it.key is not None:
                     self._memo[it.key] = node
+            self.refused.pop(it.name, None)
             self.snapshot.set_node(node)
             self._current[it.name] = it.key
+
+    def _refuse(self, name: str, why: str) -> None:
+        """Leave out a node that cannot be compiled (kube-apiserver stores a capacity of 1e100, say):
+        the other nodes are still answered, as the scheduler ignores such a node. One error line per
+        node and error, not one per request."""
+        if name in self._current:
+            self.snapshot.remove_node(name)
+            del self._current[name]
+        if self.refused.get(name) != why:
+            log.error("ignoring node %s: %s", name, why)
+            self.refused[name] = why
 
 
 class Extender:
@@ -213,7 +231,8 @@ class Extender:
 
     @property
     def ready(self) -> bool:
-        return self.cache is None or self.cache.synced
+        """No cache, or a cache that has synced and is being kept current."""
+        return self.cache is None or (self.cache.synced and not self.cache.stale())
 
     def on_state(self, fn: Callable[[PlacementView], None]) -> None:
         """Run ``fn`` with the current placement, under the cache's lock (the feedback loop)."""
@@ -240,8 +259,13 @@ class Extender:
             self._record(trace, RESULT_ERROR if err else RESULT_FILTERED, err)
         if err:
             return wire.encode_filter_result(error=err)
+        refused = self._request_nodes.refused if self._request_nodes is not None else {}
         for name in unknown:
-            failed[name] = NODE_NOT_CACHED
+            if name in refused:
+                # No preemption makes such a node usable.
+                unresolvable[name] = f"{NODE_UNREADABLE}: {refused[name]}"
+            else:
+                failed[name] = NODE_NOT_CACHED
         passed = known if passed_mask.all() else list(compress(known, passed_mask.tolist()))
         if args.nodes is not None:
             keep = set(passed)

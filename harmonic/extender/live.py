@@ -7,7 +7,8 @@
   only; ``mark_synced()`` once every informer has delivered its first list, so ``/readyz`` answers 503
   and the verbs refuse node-names-only requests until the cache is complete;
 - the informers behind the services plugins read, ``"pdbs"``, ``"namespaces"`` and ``"workloads"``
-  (``cluster.services.LiveServices``, shared with ``harmonic run``), counted in the sync too;
+  (``cluster.services.LiveServices``, shared with ``harmonic run``), with ``"batch"`` and ``"volumes"``
+  (the storage objects) when the profiles' plugins read them, counted in the sync too;
 - the cluster client of the bind verb, ``BindOnlyClient``: bindings through ``cluster.binding``.
 
 The extender runs no leader election: every replica answers kube-scheduler, and the one that gets a
@@ -58,21 +59,30 @@ class LiveCluster:
     """
 
     def __init__(
-        self, transport: Transport, *, informer_backoff: Callable[[], Backoff] = Backoff, batch: bool = False
+        self,
+        transport: Transport,
+        *,
+        informer_backoff: Callable[[], Backoff] = Backoff,
+        batch: bool = False,
+        storage: bool = False,
     ) -> None:
         self.transport = transport
         self.cache = ClusterCache()
-        plugin_services = LiveServices(transport, informer_backoff, batch=batch)
+        plugin_services = LiveServices(transport, informer_backoff, batch=batch, storage=storage)
         self.informers: dict[str, Informer] = {
             **nodes_and_pods(transport, informer_backoff),
             **plugin_services.informers,
         }
+        self.cache.stale = self._stale
         self.informers["nodes"].add_handler(self.cache.on_node)
         self.informers["pods"].add_handler(self.cache.on_pod)
         self.services: dict[str, Any] = plugin_services.services
         self.client = BindOnlyClient(PodBinder(transport, self.informers["nodes"]))
         self._stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
+
+    def _stale(self) -> str:
+        return "; ".join(f"{name}: {inf.failing}" for name, inf in self.informers.items() if inf.failing)
 
     def start(self) -> None:
         """Start the informers; the cache is marked synced in the background once they have listed."""

@@ -8,13 +8,14 @@ Routes (``prefix`` defaults to ``/scheduler``, so kube-scheduler's ``urlPrefix``
   not the protocol's shape (the message names the field); 401 without the bearer token when one is
   configured; 405 for another method; 413 for a body over ``max_body_bytes``; 500 when a verb without
   an ``Error`` field (prioritize, preempt) cannot answer. Error bodies are ``{"Error": "..."}``.
-- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced),
+- ``GET /healthz`` (the process serves), ``GET /readyz`` (the cluster cache, if any, has synced and its
+  informers can list and watch; ``?verbose`` also lists each signal, ok or degraded, which never fails it),
   ``GET /metrics`` (Prometheus text). These are never behind the token, so probes and scrapes work.
 
 The server is uvicorn (httptools parser, uvloop event loop) driving a bare ASGI callable: no web
-framework in the request path. Filter, prioritize and preempt run on the event loop thread (they are
-CPU-bound and kube-scheduler sends them one at a time); bind waits on the API server, so it runs on a
-worker thread. kube-scheduler cannot send bearer tokens to extenders; to authenticate it, serve TLS
+framework in the request path. Filter, prioritize and preempt run on one worker thread, one at a time
+(they are CPU-bound and kube-scheduler sends them one at a time), so the event loop answers the probes
+while a slow one runs; bind waits on the API server, so it runs on threads of its own. kube-scheduler cannot send bearer tokens to extenders; to authenticate it, serve TLS
 with ``client_ca`` so that only clients with a certificate from that CA (kube-scheduler's
 ``tlsConfig.certFile``/``keyFile``) get through.
 """
@@ -30,6 +31,7 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -45,6 +47,7 @@ from harmonic.framework.decisions import endpoint as decisions_endpoint
 from harmonic.serving import ServerThread, listening_socket
 from harmonic.signals.feedback.intake import PATH as FEEDBACK_PATH
 from harmonic.signals.feedback.intake import FeedbackIntake
+from harmonic.signals.metrics import FRESHNESS
 from harmonic.signals.metrics import exposition as signals_exposition
 
 log = logging.getLogger(__name__)
@@ -118,6 +121,14 @@ class ExtenderApp:
         self._routes = {f"{prefix}/{verb}": verb for verb in VERBS}
         self._token = self.settings.token.encode() if self.settings.token else None
         self.metrics = _Metrics()
+        #: Filter, prioritize and preempt run here, one at a time as kube-scheduler sends them, so the
+        #: event loop stays free to answer /healthz and /readyz while a slow one runs (probes time out
+        #: after 1 s, a verb over thousands of nodes can take longer).
+        self._verbs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extender-verb")
+
+    def close(self) -> None:
+        """Stop the verbs' thread (after the server has stopped taking requests)."""
+        self._verbs.shutdown(wait=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -163,7 +174,8 @@ class ExtenderApp:
             if verb == "bind":
                 out = await asyncio.to_thread(self.extender.bind, body)
             else:
-                out = getattr(self.extender, verb)(body)
+                run = getattr(self.extender, verb)
+                out = await asyncio.get_running_loop().run_in_executor(self._verbs, run, body)
         except WireError as e:
             return 400, wire.encode_error(f"{verb}: {e}"), []
         except ExtenderError as e:
@@ -211,8 +223,12 @@ class ExtenderApp:
             await _respond(send, 200, b"ok", content_type=b"text/plain")
         elif path == "/readyz":
             ready = self.extender.ready
-            msg = b"ok" if ready else b"cluster cache not synced"
-            await _respond(send, 200 if ready else 503, msg, content_type=b"text/plain")
+            msg = "ok" if ready else "cluster cache not synced"
+            if b"verbose" in scope.get("query_string", b""):
+                cache = "[+]cache ok" if ready else "[-]cache failed: not synced"
+                lines = [cache, *FRESHNESS.notes(), f"readyz check {'passed' if ready else 'failed'}"]
+                msg = "\n".join(lines) + "\n"
+            await _respond(send, 200 if ready else 503, msg.encode(), content_type=b"text/plain")
         else:
             await _respond(send, 200, self.metrics.render(), content_type=CONTENT_TYPE_LATEST.encode())
 
@@ -273,6 +289,30 @@ class TLSSettings:
     key_file: str
     #: Require client certificates signed by this CA (mutual TLS); None accepts any client.
     client_ca_file: str | None = None
+
+    def check(self) -> None:
+        """Load the files as the server will, one at a time, so a bad one is named with its flag
+        (uvicorn would fail later, at start, with a bare ``ssl.SSLError``). Raises ValueError."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        for flag, path in (("--tls-cert", self.cert_file), ("--tls-client-ca", self.client_ca_file)):
+            if path is None:
+                continue
+            try:
+                # A certificate file loads as verify locations iff it holds PEM certificates.
+                ctx.load_verify_locations(cafile=path)
+            except (ssl.SSLError, OSError) as e:
+                raise ValueError(f"{flag} {path}: no PEM certificate in it ({_ssl_reason(e)})") from None
+        try:
+            ctx.load_cert_chain(self.cert_file, self.key_file)
+        except (ssl.SSLError, OSError) as e:
+            raise ValueError(
+                f"--tls-key {self.key_file}: not a PEM private key matching --tls-cert {self.cert_file} "
+                f"({_ssl_reason(e)})"
+            ) from None
+
+
+def _ssl_reason(e: ssl.SSLError | OSError) -> str:
+    return str(getattr(e, "reason", None) or e.strerror or e)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -336,5 +376,6 @@ class ExtenderServer(ServerThread):
         try:
             self._server.run(sockets=[self._sock])
         finally:
+            self.app.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

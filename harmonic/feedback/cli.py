@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from harmonic import safeyaml
 from harmonic.feedback import MODEL_PATH
 
 if TYPE_CHECKING:
@@ -108,10 +109,10 @@ def args_file(path: str | None, model: Any) -> Any:
     if path is None:
         return model()
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        doc = safeyaml.load(Path(path).read_text(encoding="utf-8")) or {}
         return model.model_validate(doc)
     except yaml.YAMLError as e:
-        click.echo(f"error: {path}: not YAML: {e}", err=True)
+        click.echo(f"error: {path}: not YAML: {safeyaml.problem(e)}", err=True)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(top level)"

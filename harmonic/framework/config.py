@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from harmonic import safeyaml
 from harmonic.framework.args import PluginArgs
 from harmonic.framework.interface import EXTENSION_POINTS, MAX_NODE_SCORE, Plugin
 from harmonic.framework.registry import Registry, args_model
@@ -263,6 +264,9 @@ class SchedulerConfiguration:
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     source: str = "<default>"
     warnings: tuple[str, ...] = field(default=())
+    #: True when the one profile is "default-scheduler" by defaulting (no ``profiles``, or one without a
+    #: schedulerName), not because the file names it: a second scheduler must not take those pods.
+    implicit_default_profile: bool = False
 
     def profile(self, scheduler_name: str) -> Profile:
         for p in self.profiles:
@@ -589,7 +593,8 @@ def load_config(
 
     warnings = ignored_field_warnings(source, doc)
     raw_profiles = doc.profiles if doc.profiles else [ProfileV1()]
-    if len(raw_profiles) == 1 and raw_profiles[0].scheduler_name is None:
+    implicit = len(raw_profiles) == 1 and raw_profiles[0].scheduler_name is None
+    if implicit:
         raw_profiles = [raw_profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})]
     profiles = []
     seen: dict[str, int] = {}
@@ -624,6 +629,7 @@ def load_config(
         ),
         source=source,
         warnings=tuple(warnings),
+        implicit_default_profile=implicit,
     )
 
 
@@ -699,20 +705,14 @@ def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfigura
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: cannot read: not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {yaml_problem(e)}") from None
+        raise ConfigError(f"{p}: not valid YAML: {safeyaml.problem(e)}") from None
     if data is not None and not isinstance(data, Mapping):
         raise ConfigError(f"{p}: expected a KubeSchedulerConfiguration object")
+    # kube-scheduler decodes its file by apiVersion and kind, so a file without them (or an empty one)
+    # is refused, not read as "all defaults".
+    for key, want in (("apiVersion", API_VERSION), ("kind", KIND)):
+        if not (data or {}).get(key):
+            raise ConfigError(f"{p}: {key}: Required value (want {key}: {want})")
     return load_config(data, registry, source=str(p))
-
-
-def yaml_problem(e: yaml.YAMLError) -> str:
-    """A YAML error on one line: what is wrong and where."""
-    if isinstance(e, yaml.MarkedYAMLError):
-        where = e.problem_mark or e.context_mark
-        what = e.problem or e.context or "syntax error"
-        if where is not None:
-            return f"{what} (line {where.line + 1}, column {where.column + 1})"
-        return what
-    return " ".join(str(e).split())

@@ -124,13 +124,18 @@ class InMemoryVolumes:
     def apply(self, raw: Obj) -> Any:
         """Create or replace an object (its ``kind`` says which), stamping a new
         ``metadata.resourceVersion`` as the API server does; returns the compiled view."""
+        meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+        if isinstance(meta, Mapping):
+            raw = {**raw, "metadata": {**meta, "resourceVersion": str(self._generation + 1)}}
+        return self.put(raw)
+
+    def put(self, raw: Obj) -> Any:
+        """Store an object as the API server sent it (its own resourceVersion kept: a live adapter's
+        informers feed these); returns the compiled view. Raises ``ObjectError`` for a malformed one."""
         kind = raw.get("kind") if isinstance(raw, Mapping) else None
         if kind not in _KINDS:
             raise ObjectError(str(kind or "object"), "kind", f"must be one of {', '.join(_KINDS)}")
         resource, parse, namespaced = _KINDS[kind]
-        meta = raw.get("metadata")
-        if isinstance(meta, Mapping):
-            raw = {**raw, "metadata": {**meta, "resourceVersion": str(self._generation + 1)}}
         view = parse(raw)
         key = _key(raw, namespaced)
         old = self._objs[kind].get(key)

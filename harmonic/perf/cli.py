@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from harmonic import safeyaml
 from harmonic.framework.config import ConfigError
 from harmonic.perf.runner import PerfResult, run_workload
 from harmonic.perf.workloads import WORKLOADS
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     workload = factory(nodes, init, pods)
     if args.config is not None:
         try:
-            workload.config = yaml.safe_load(Path(args.config).read_text())
+            workload.config = safeyaml.load(Path(args.config).read_text())
         except (OSError, yaml.YAMLError) as e:
             ap.error(f"--config {args.config}: {' '.join(str(e).split())}")
     try:

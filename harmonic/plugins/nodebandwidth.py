@@ -46,7 +46,6 @@ from harmonic.framework.args import PluginArgs
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.events import Action, ClusterEvent, EventWithHint, Resource
 from harmonic.framework.interface import (
-    MAX_NODE_SCORE,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -56,6 +55,7 @@ from harmonic.framework.interface import (
 from harmonic.framework.snapshot import Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
+from harmonic.plugins.helpers import share
 from harmonic.plugins.resourceallocation import ResourceSpec, default_weights
 
 NAME = "NodeBandwidth"
@@ -266,9 +266,9 @@ class NodeBandwidth(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         has = (capacity > 0) & (demand > 0) & (self.weights > 0)
         safe = np.maximum(capacity, 1)
         if self.most:
-            per = np.minimum(requested, capacity) * MAX_NODE_SCORE // safe
+            per = share(np.minimum(requested, capacity), safe)
         else:
-            per = np.maximum(capacity - requested, 0) * MAX_NODE_SCORE // safe
+            per = share(np.maximum(capacity - requested, 0), safe)
         w = np.where(has, self.weights, 0)
         total = (np.where(has, per, 0) * w).sum(axis=1)
         # A node scoring no resource (it advertises none the pod uses) scores 0, as NodeResourcesFit's.

@@ -55,7 +55,7 @@ from harmonic.framework.interface import (
 from harmonic.framework.snapshot import CPU_COL, EPHEMERAL_COL, MEMORY_COL, PODS_COL, Snapshot
 from harmonic.framework.status import Code, Status
 from harmonic.framework.verdicts import Verdicts
-from harmonic.plugins.helpers import go_div
+from harmonic.plugins.helpers import go_div, share
 from harmonic.plugins.resourceallocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -285,11 +285,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         safe = np.maximum(alloc, 1)
         if self.strategy == ScoringStrategyType.LEAST_ALLOCATED:
             # Negative free capacity (requested beyond capacity) scores 0, as does an unscored entry.
-            per = np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // safe
+            per = share(np.maximum(alloc - requested, 0), safe)
         elif self.strategy == ScoringStrategyType.MOST_ALLOCATED:
-            per = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+            per = share(np.minimum(requested, alloc), safe)
         else:
-            util = np.where(requested > alloc, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
+            util = np.where(
+                requested > alloc, MAX_UTILIZATION, share(np.minimum(requested, alloc), safe, MAX_UTILIZATION)
+            )
             per = broken_linear(self.shape, util)
             has = has & (per > 0)
         if self.strategy != ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO and has.all():

@@ -48,6 +48,9 @@ def pod_requests(pod: Pod, names: Sequence[str], use_requested: bool) -> np.ndar
     return out
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def allocatable_and_requested(
     snap: Snapshot, slots: np.ndarray, names: Sequence[str], pod_req: np.ndarray, use_requested: bool
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -89,5 +92,8 @@ def allocatable_and_requested(
                 alloc[:, j] = snap.allocatable[slots, c]
                 used[:, j] = snap.nonzero[slots, c] if nonzero[j] else snap.requested[slots, c]
     # Where ``alloc`` is 0 the resource is not scored, whatever ``requested`` says.
-    requested = used + pod_req
-    return alloc, requested
+    if used.max(initial=0) <= _INT64_MAX - pod_req.max(initial=0):
+        return alloc, used + pod_req
+    # A request near 2^63 (kube-apiserver accepts it) plus what a node runs leaves int64; the sum
+    # saturates instead: it exceeds any capacity either way, which is all a scorer reads from it.
+    return alloc, np.minimum(used, _INT64_MAX - pod_req) + pod_req

@@ -30,9 +30,9 @@ from harmonic.framework.verdicts import Verdicts
 from harmonic.framework.volumes import VolumeUsage, volumes_of
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
-ERR_REASON_RWOP_CONFLICT = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
-)
+#: kube-scheduler 1.36's wording (what the real binary reports; earlier releases said "node has pod using
+#: PersistentVolumeClaim with the same name and ReadWriteOncePod access mode").
+ERR_REASON_RWOP_CONFLICT = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 _STATE_KEY = "PreFilterVolumeRestrictions"
 
 

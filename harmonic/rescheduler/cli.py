@@ -14,17 +14,22 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
-from harmonic.framework.config import ConfigError, Profile, SchedulerConfiguration
+from harmonic.framework.config import ConfigError, Profile
 from harmonic.rescheduler.args import parse_duration
 from harmonic.rescheduler.policy import Policy, PolicyError, read_policy
 from harmonic.rescheduler.runner import RunOptions, RunResult, run_once
 from harmonic.rescheduler.state import from_manifests
+from harmonic.startup import Prepared
+
+if TYPE_CHECKING:
+    from harmonic.cluster.informer import Informer
 
 #: How long loop mode waits for its informers' first lists before giving up.
 CACHE_SYNC_SECONDS = 60.0
@@ -33,9 +38,11 @@ CACHE_SYNC_SECONDS = 60.0
 def _objects(paths: tuple[str, ...]) -> Iterator[Mapping[str, Any]]:
     for path in paths:
         try:
-            docs = list(yaml.safe_load_all(Path(path).read_text()))
-        except (OSError, yaml.YAMLError) as e:
-            raise click.ClickException(f"{path}: {e}") from None
+            docs = safeyaml.load_all(Path(path).read_text())
+        except OSError as e:
+            raise click.ClickException(f"{path}: cannot read: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise click.ClickException(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
         for d in docs:
             if (isinstance(d, Mapping) and d.get("kind") == "List") or (
                 isinstance(d, Mapping) and "items" in d and "kind" not in d
@@ -164,14 +171,15 @@ def reschedule(
     harmonic reschedule --policy P --once                      # one cycle, evicting
     harmonic reschedule --policy P --interval 2m               # the loop, with its own Lease
     """
-    from harmonic.cli import _load
     from harmonic.plugins.registry import default_registry
+    from harmonic.startup import prepare
 
     if manifests and not (once and dry_run):
         raise click.UsageError("--manifests reads a cluster from files: use it with --once --dry-run")
     try:
         policy = read_policy(policy_path)
-        cfg = _load(config_path)
+        prepared = prepare(config_path, "reschedule", kubeconfig, context)
+        cfg = prepared.config
         every = parse_duration(interval)
         state = (
             from_manifests(_objects(manifests), now=time.time() if now is None else now)
@@ -194,7 +202,7 @@ def reschedule(
         return
     _live(
         policy,
-        cfg,
+        prepared,
         prof,
         options,
         dry_run,
@@ -212,7 +220,7 @@ def reschedule(
 
 def _live(
     policy: Policy,
-    cfg: SchedulerConfiguration,
+    prepared: Prepared,
     prof: Profile,
     options: RunOptions,
     dry_run: bool,
@@ -231,16 +239,20 @@ def _live(
     from harmonic.cli import _transport
     from harmonic.cluster.events import EventRecorder
     from harmonic.cluster.health import HealthServer
+    from harmonic.cluster.informer import wait_for_sync
     from harmonic.cluster.leader import LeaderElector, default_identity
+    from harmonic.cluster.services import StorageInformers, profile_uses_service
     from harmonic.cluster.stopsignal import StopOnSignal
     from harmonic.cluster.transport import ApiStatusError, TransportError
     from harmonic.framework.config import LeaderElection
+    from harmonic.framework.services import VOLUMES
     from harmonic.plugins.registry import default_registry
     from harmonic.rescheduler.cache import ClusterCache
     from harmonic.rescheduler.live import LiveRescheduler
     from harmonic.rescheduler.providers import METRICS_SERVICE, connect
 
-    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False)
+    cfg = prepared.config
+    transport = _transport(cfg, kubeconfig, context, "rescheduler", optional=False, api=prepared.api)
     assert transport is not None
     events = EventRecorder(transport)
     try:
@@ -248,7 +260,19 @@ def _live(
     except (ApiStatusError, TransportError, ValueError) as err:
         click.echo(f"error: {policy.source}: metricsProviders: {err}", err=True)
         sys.exit(1)
-    services = {METRICS_SERVICE: metrics}
+    services: dict[str, Any] = {METRICS_SERVICE: metrics}
+    # The what-if's volume plugins read the storage objects: without them no pod with a claim fits anywhere.
+    storage = StorageInformers(transport) if profile_uses_service(prof, default_registry(), VOLUMES) else None
+    if storage is not None:
+        services[VOLUMES.name] = storage.volumes
+        for inf in storage.informers.values():
+            inf.start()
+        if not wait_for_sync(storage.informers, CACHE_SYNC_SECONDS):
+            _stop_all(storage.informers)
+            click.echo(
+                f"error: the storage informers did not sync within {CACHE_SYNC_SECONDS:.0f}s", err=True
+            )
+            sys.exit(1)
     if once:
         lr = LiveRescheduler(
             transport,
@@ -266,6 +290,8 @@ def _live(
         report = lr.cycle()
         events.stop()
         metrics.stop()
+        if storage is not None:
+            _stop_all(storage.informers)
         if report.error:
             click.echo(f"error: {report.error}", err=True)
             sys.exit(1)
@@ -311,7 +337,14 @@ def _live(
     elector.join(timeout=5)
     events.stop()
     cache.stop()
+    if storage is not None:
+        _stop_all(storage.informers)
     metrics.stop()
     if server is not None:
         server.stop()
     sys.exit(1 if leader.lost.is_set() else 0)
+
+
+def _stop_all(informers: Mapping[str, Informer]) -> None:
+    for inf in informers.values():
+        inf.stop()

@@ -27,6 +27,18 @@ def rescheduler_permissions(lease_name: str) -> tuple[Permission, ...]:
             "policy", ("poddisruptionbudgets",), ("list", "watch"), "plans stay inside disruption budgets"
         ),
         Permission(
+            "",
+            ("persistentvolumes", "persistentvolumeclaims"),
+            ("list", "watch"),
+            "the what-if's volume plugins: a pod's claims and their volumes",
+        ),
+        Permission(
+            "storage.k8s.io",
+            ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
+            ("list", "watch"),
+            "the what-if's volume plugins: classes, capacity, attach limits",
+        ),
+        Permission(
             "metrics.k8s.io",
             ("nodes", "pods"),
             ("get", "list"),

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harmonic import safeyaml
 from harmonic.framework.args import PluginArgs
 from harmonic.rescheduler import providers
 from harmonic.rescheduler.evictor import NAME as DEFAULT_EVICTOR
@@ -272,7 +273,7 @@ def read_policy(path: str | Path) -> Policy:
     except OSError as e:
         raise PolicyError(f"{path}: cannot read: {e.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise PolicyError(f"{path}: not valid YAML: {e}") from None
+        raise PolicyError(f"{path}: not valid YAML: {safeyaml.problem(e)}") from None
     return load_policy(data, str(path))

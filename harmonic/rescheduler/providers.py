@@ -7,7 +7,7 @@ LowNodeUtilization's ``metricsUtilization`` reads actual usage, and the connecti
   is taken as is; a node missing from a reading keeps its value) and keeps the latest pod usage.
 - ``Prometheus``: ``url`` and an optional ``authToken.secretReference`` (namespace and name of a Secret
   whose ``prometheus-auth-token`` key holds a bearer token; without one, the service account's token file
-  if present, as descheduler). Each plugin sends its own instant query (``signals.prometheus.instant_query``).
+  if present, as descheduler). Each plugin sends its own instant query (``signals.promquery.PrometheusClient``).
 
 Validation is descheduler's ``validateDeschedulerConfiguration``: each source once, not both the
 deprecated collector and a KubernetesMetrics provider, a Prometheus provider needs a parseable ``url``, a
@@ -34,7 +34,7 @@ from pydantic import model_validator
 from harmonic.api.quantity import QuantityError, parse_quantity
 from harmonic.framework.args import PluginArgs
 from harmonic.signals.periodic import Periodic
-from harmonic.signals.prometheus import instant_query
+from harmonic.signals.promquery import PrometheusClient
 from harmonic.signals.usage import METRICS_API, MetricsServerSource, UsageSource
 
 log = logging.getLogger(__name__)
@@ -260,10 +260,8 @@ def connect(
     if prom is not None:
         token = prometheus_token(prom, get)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        client = httpx.Client(
-            base_url=prom.url.rstrip("/"), headers=headers, timeout=10.0, transport=transport
-        )
-        out.prometheus = lambda promql: instant_query(client, promql)
+        client = PrometheusClient(prom.url, 10.0, headers, transport)
+        out.prometheus = client.query
         out._closers.append(client.close)
     return out
 

@@ -20,6 +20,7 @@ and the pods on those, so its size does not grow with the cluster.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,12 +29,9 @@ import numpy as np
 from harmonic.api.pod import Pod
 from harmonic.rescheduler.whatif import WhatIf, replacement
 
-try:  # optional extra: pip install 'harmonic[rescheduler]'
-    from ortools.sat.python import cp_model
-
-    AVAILABLE = True
-except ImportError:  # pragma: no cover - exercised only without the extra
-    AVAILABLE = False
+#: The optional extra (pip install 'harmonic[rescheduler]'). Imported only when a search runs: ortools
+#: brings pandas with it, over a second of start-up that every `harmonic` command would pay.
+AVAILABLE = importlib.util.find_spec("ortools") is not None
 _MOVE = 1_000_000
 
 
@@ -61,6 +59,8 @@ def solve(
     when there is none (or ortools is not installed)."""
     if not AVAILABLE or not targets:
         return None
+    from ortools.sat.python import cp_model
+
     snap = w.snapshot
     names = snap.names()
     k = len(snap.pod_vector(pending))

@@ -30,7 +30,7 @@ from harmonic.api.batch import POD_GROUP
 from harmonic.api.batch import SERVICE_NAME as BATCH_SERVICE
 from harmonic.api.errors import ObjectError
 from harmonic.api.node import Node, parse_node
-from harmonic.api.pod import Pod, clone_pod, parse_pod, reparse_pod
+from harmonic.api.pod import DEFAULT_SCHEDULER_NAME, Pod, clone_pod, parse_pod, reparse_pod
 from harmonic.framework.config import SchedulerConfiguration
 from harmonic.framework.cycle_state import CycleState
 from harmonic.framework.decisions import (
@@ -258,6 +258,10 @@ class Scheduler:
         self._inbox_ready = threading.Condition()
         self._waiting = False
         self._last_unschedulable_flush = self.clock.now()
+        #: Pods that cannot be compiled, by uid: the error already reported about each.
+        self._malformed: dict[str, str] = {}
+        #: The same for nodes, by name.
+        self._malformed_nodes: dict[str, str] = {}
         #: Pods handed to binding (past Permit) whose result has not come back yet.
         self._binding: set[str] = set()
         #: Of those, the ones deleted meanwhile: they must not be requeued when binding fails.
@@ -286,11 +290,15 @@ class Scheduler:
                 self._inbox_ready.notify()
 
     def drain(self) -> int:
-        """Apply everything posted so far (and what that posts); returns how many items ran."""
+        """Apply everything posted so far (and what that posts); returns how many items ran. An item
+        that raises is logged and skipped: one bad object or bug must not stop the loop."""
         n = 0
         inbox = self._inbox
         while inbox:
-            inbox.popleft()()
+            try:
+                inbox.popleft()()
+            except Exception:
+                log.exception("a scheduler task failed; going on without it")
             n += 1
         return n
 
@@ -305,11 +313,11 @@ class Scheduler:
 
     def on_node(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A node was added (old None), updated, or deleted (new None). Thread-safe."""
-        self.post(lambda: self._handle_node(old, new))
+        self.post(lambda: self._guarded("Node", self._handle_node, old, new))
 
     def on_pod(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A pod was added (old None), updated, or deleted (new None). Thread-safe."""
-        self.post(lambda: self._handle_pod(old, new))
+        self.post(lambda: self._guarded("Pod", self._handle_pod, old, new))
 
     def on_cluster_event(self, event: ClusterEvent, old: Any, new: Any) -> None:
         """Any other object changed (storage objects, say): retry the pods the event may help.
@@ -319,6 +327,22 @@ class Scheduler:
             self.queue.move_on_event(event, old, new)
 
         self.post(apply)
+
+    def _guarded(
+        self,
+        kind: str,
+        handle: Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], None],
+        old: Mapping[str, Any] | None,
+        new: Mapping[str, Any] | None,
+    ) -> None:
+        """Apply one watch event; a failure is logged naming the object and the event is dropped (the
+        next event about the object, or a relist, brings it back), so the loop goes on."""
+        try:
+            handle(old, new)
+        except Exception:
+            log.exception(
+                "handling an event about %s %s failed; event ignored", kind, _object_key(new or old)
+            )
 
     def _on_batch_change(self, kind: str, old: Any, new: Any) -> None:
         """A PodGroup or ElasticQuota changed: retry the pods whose plugins registered for it."""
@@ -331,6 +355,7 @@ class Scheduler:
         snap = self.cache.snapshot
         if new_raw is None:
             name = _meta(old_raw).get("name")
+            self._malformed_nodes.pop(str(name), None)
             if isinstance(name, str) and snap.has_node(name):
                 old_node = snap.node(snap.slot_of[name])
                 self.queue.move_on_event(NODE_DELETE, old_node, None)
@@ -339,9 +364,15 @@ class Scheduler:
         try:
             node = parse_node(new_raw)
         except ObjectError as e:
-            # Keep what we knew of the node: one bad update must not take it away.
-            log.error("ignoring node: %s", e)
+            # Keep what we knew of the node: one bad update must not take it away. One line per node
+            # and error: its status updates bring the same error back every few minutes.
+            name = str(_meta(new_raw).get("name"))
+            if self._malformed_nodes.get(name) != str(e):
+                self._malformed_nodes[name] = str(e)
+                log.error("ignoring node: %s", e)
             return
+        if self._malformed_nodes:
+            self._malformed_nodes.pop(node.name, None)
         old: Node | None = snap.node(snap.slot_of[node.name]) if snap.has_node(node.name) else None
         self.cache.update_node(node)
         if old is None:
@@ -360,8 +391,10 @@ class Scheduler:
         try:
             pod = reparse_pod(cached, new_raw) if cached is not None else parse_pod(new_raw)
         except ObjectError as e:
-            self._reject_malformed(new_raw, e)
+            self._reject_malformed(uid, new_raw, e)
             return
+        if self._malformed:
+            self._malformed.pop(uid, None)
         if pod.is_terminal:
             # kube-scheduler's informer excludes terminal pods: for the cache they are gone.
             self._handle_pod_delete(new_raw, pod)
@@ -407,6 +440,8 @@ class Scheduler:
     def _handle_pod_delete(self, raw: Mapping[str, Any], pod: Pod | None = None) -> None:
         uid = _raw_uid(raw)
         self.pods.remove(uid)
+        if self._malformed:
+            self._malformed.pop(uid, None)
         if self.repeats is not None:
             self.repeats.forget(uid)
         if self.reservations.taken:
@@ -460,19 +495,28 @@ class Scheduler:
             log.warning("cannot set the nominated node of %s: %s", pod.key, st.message)
         return nominated
 
-    def _reject_malformed(self, raw: Mapping[str, Any], err: ObjectError) -> None:
-        """A pod we cannot parse is never silently dropped: one error line, a FailedScheduling event, and
-        any earlier version of it leaves the queue (its spec is no longer what we would schedule)."""
+    def _reject_malformed(self, uid: str, raw: Mapping[str, Any], err: ObjectError) -> None:
+        """A pod we cannot parse is never silently dropped: one error line and, when it is ours to
+        schedule, a FailedScheduling event and a PodScheduled=False condition (as kube-scheduler reports
+        an error: reason SchedulerError), once per distinct error: the condition's own status patch, a
+        resync or a relist bring the same pod back and must not report it again. Any earlier version
+        of it leaves the queue (its spec is no longer what we would schedule). It is not retried: only
+        a change to the pod can change the outcome."""
+        message = str(err)
+        if self._malformed.get(uid) == message:
+            return
+        self._malformed[uid] = message
         log.error("cannot schedule malformed pod: %s", err)
         spec = raw.get("spec") if isinstance(raw, Mapping) else None
         if not isinstance(spec, Mapping) or spec.get("nodeName"):
             return
-        if (spec.get("schedulerName") or "default-scheduler") not in self.frameworks:
-            return
         stub = _stub_pod(raw)
+        if stub.scheduler_name not in self.frameworks:
+            return
         if not self.cache.is_assumed(stub.uid):
             self.queue.delete(stub)
-        self.client.report_failure(stub, REASON_SCHEDULER_ERROR, str(err))
+            self.nominator.delete(stub)
+        self.client.report_failure(stub, REASON_SCHEDULER_ERROR, message)
 
     def _pre_enqueue(self, pod: Pod, first: str) -> Status | None:
         fw = self.frameworks.get(pod.scheduler_name)
@@ -501,9 +545,16 @@ class Scheduler:
         return n
 
     def run(self, stop: threading.Event, idle_wait: float = 0.2) -> None:
-        """The live loop: schedule while there is work, wait for events otherwise, until ``stop``."""
+        """The live loop: schedule while there is work, wait for events otherwise, until ``stop``. An
+        unexpected error is logged and the loop goes on, after a pause so a repeating one is not hot."""
         while not stop.is_set():
-            if self.schedule_one() is None:
+            try:
+                scheduled = self.schedule_one()
+            except Exception:
+                log.exception("the scheduling loop failed; going on")
+                self.wait_for_input(idle_wait)
+                continue
+            if scheduled is None:
                 wake = self.next_wakeup()
                 wait = idle_wait if wake is None else max(0.0, min(idle_wait, wake - self.clock.now()))
                 self.wait_for_input(wait)
@@ -535,6 +586,26 @@ class Scheduler:
 
     # ================================================================== scheduling cycle
     def _schedule(self, qp: QueuedPodInfo) -> ScheduleResult:
+        """One attempt. Anything that escapes it (a failure while reporting a failure, say) is logged
+        naming the pod, which backs off as after any error: never lost, never retried hot."""
+        try:
+            return self._attempt(qp)
+        except Exception as e:
+            log.exception("scheduling %s failed", qp.pod.key)
+            self._back_off(qp)
+            status = Status(Code.ERROR, f"internal error: {e}")
+            return ScheduleResult(qp.pod, None, status, message=status.message)
+
+    def _back_off(self, qp: QueuedPodInfo) -> None:
+        """Requeue a pod whose attempt broke off, unless it is queued, assumed or binding already."""
+        uid = qp.pod.uid
+        if self.queue.has(uid) or self.cache.is_assumed(uid) or uid in self._binding:
+            return
+        qp.unschedulable_plugins = set()
+        qp.pending_plugins = set()
+        self.queue.add_unschedulable(qp)
+
+    def _attempt(self, qp: QueuedPodInfo) -> ScheduleResult:
         pod = qp.pod
         fw = self.frameworks.get(pod.scheduler_name)
         if fw is None or pod.deleting or self.cache.is_assumed(pod.uid):
@@ -866,7 +937,10 @@ class Scheduler:
         else:
             reason, result = REASON_SCHEDULER_ERROR, "error"
         self.observer.attempt(fw.name, result, time.perf_counter() - start)
-        log.info("pod %s is unschedulable: %s", pod.key, message)
+        if status.is_rejected:
+            log.info("pod %s is unschedulable: %s", pod.key, message)
+        else:  # an error (a failed API call, a plugin error) says nothing about the pod's fit
+            log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
         cached = self.cache.pod(pod.uid)
         if pod.uid in self._gone or (cached is not None and not self.cache.is_assumed(pod.uid)):
             # Deleted meanwhile, or already bound (its confirmation arrived first): not queued again.
@@ -875,7 +949,10 @@ class Scheduler:
             requeued = False
         else:
             requeued = self.queue.add_unschedulable(qp)
-        self.client.report_failure(qp.pod, reason, message)
+        try:
+            self.client.report_failure(qp.pod, reason, message)
+        except Exception:  # the pod is requeued: only the report is lost
+            log.exception("reporting the failure of %s failed", pod.key)
         if requeued or self.queue.has(pod.uid):
             self._record_nomination(qp.pod, nominated)
         return ScheduleResult(pod, None, status, message=message)
@@ -921,6 +998,9 @@ class Scheduler:
             st = fw.run_pre_bind(state, assumed, node)
             if st is None:
                 st = fw.run_bind(state, assumed, node)
+                if st is not None and not st.is_success and not st.is_rejected:
+                    # kube-scheduler's wording for a failed Bind (a failed API call, not a misfit).
+                    st = Status(st.code, f"Binding rejected: {st.message}", plugin=st.plugin)
         except Exception as e:  # an adapter failure must requeue the pod, never lose it
             log.exception("binding %s to %s failed", assumed.key, node)
             st = Status(Code.ERROR, f"binding failed: {e}")
@@ -990,15 +1070,37 @@ def _raw_uid(raw: Mapping[str, Any]) -> str:
     return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
 
 
-def _stub_pod(raw: Mapping[str, Any]) -> Pod:
-    """Identity of a pod we cannot (or need not) compile: enough to name it and find it by uid."""
+def _object_key(raw: Mapping[str, Any] | None) -> str:
+    """``namespace/name`` (or ``name``) of a manifest, for log lines about it."""
     meta = _meta(raw)
+    name = str(meta.get("name") or "?")
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+def _stub_pod(raw: Mapping[str, Any]) -> Pod:
+    """Identity of a pod we cannot (or need not) compile: enough to name it, find it by uid and report
+    about it (every attribute set, to neutral values where the manifest cannot be trusted)."""
+    meta = _meta(raw)
+    spec = raw.get("spec") if isinstance(raw, Mapping) else None
+    spec = spec if isinstance(spec, Mapping) else {}
+    scheduler_name = spec.get("schedulerName")
     stub = Pod.__new__(Pod)
     stub.raw, stub.spec = raw, {}
     stub.name = str(meta.get("name") or "")
     stub.namespace = str(meta.get("namespace") or "default")
     stub.key = f"{stub.namespace}/{stub.name}"
     stub.uid = _raw_uid(raw)
+    if not isinstance(scheduler_name, str) or not scheduler_name:
+        scheduler_name = DEFAULT_SCHEDULER_NAME
+    stub.scheduler_name = scheduler_name
+    stub.labels, stub.annotations, stub.node_selector, stub.extra = {}, {}, {}, {}
+    stub.node_name = stub.nominated_node_name = stub.creation_timestamp = ""
+    stub.priority = stub.nonzero_cpu = stub.nonzero_memory = 0
+    stub.preemption_policy, stub.phase, stub.deleting = "PreemptLowerPriority", "Pending", False
+    stub.requests = {}
+    stub.required_affinity = None
+    stub.tolerations = stub.preferred_affinity = stub.host_ports = stub.images = ()
+    stub.scheduling_gates = stub.owners = ()
     return stub
 
 

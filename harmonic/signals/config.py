@@ -9,6 +9,8 @@ pluginConfig:
         mesh: istio            # or linkerd
         reporter: source
         window: 5m
+        queryDeadlineSeconds: 20         # the whole query, connect to last byte
+        maxResponseBytes: 67108864       # larger answers are dropped unread
       topologies:
       - file: /etc/harmonic/online-boutique.json
         namespace: shop
@@ -26,8 +28,9 @@ from pydantic import Field
 from harmonic.framework.args import PluginArgs
 from harmonic.signals.graph import AffinityGraph, WeightBy
 from harmonic.signals.prometheus import PRESETS, MeshQueries, PrometheusSource
+from harmonic.signals.promquery import QueryLimits
 from harmonic.signals.service import GraphService
-from harmonic.signals.static import AppGroupSource, TopologySource, load_topology
+from harmonic.signals.static import MAX_USER_RATE, AppGroupSource, TopologySource, load_topology
 from harmonic.signals.telemetry import TelemetrySource
 
 
@@ -46,6 +49,10 @@ class PrometheusConfig(PluginArgs):
     reporter: str = "source"
     window: str = "5m"
     timeout_seconds: float = Field(default=5.0, gt=0)
+    #: The whole query's deadline and the largest answer read (default: the process's, see
+    #: ``harmonic.signals.promquery``).
+    query_deadline_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_response_bytes: int | None = Field(default=None, gt=0)
     queries: QueryOverrides = QueryOverrides()
 
     def source(self) -> PrometheusSource:
@@ -61,13 +68,20 @@ class PrometheusConfig(PluginArgs):
             dst=o.dst or base.dst,
             dst_namespace=o.dst_namespace or base.dst_namespace,
         )
-        return PrometheusSource(self.url, self.mesh, self.reporter, self.window, self.timeout_seconds, q)
+        process = QueryLimits.from_env()
+        limits = QueryLimits(
+            self.query_deadline_seconds or process.deadline_seconds,
+            self.max_response_bytes or process.max_body_bytes,
+        )
+        return PrometheusSource(
+            self.url, self.mesh, self.reporter, self.window, self.timeout_seconds, q, limits=limits
+        )
 
 
 class TopologyConfig(PluginArgs):
     file: str = Field(min_length=1)
     namespace: str = "default"
-    user_rate: float = Field(default=1.0, ge=0)
+    user_rate: float = Field(default=1.0, ge=0, le=MAX_USER_RATE, allow_inf_nan=False)
 
 
 class TelemetryConfig(PluginArgs):

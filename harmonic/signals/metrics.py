@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from harmonic.signals.freshness import Freshness
+
 #: Their own registry: ``harmonic run`` serves it beside the scheduler's metrics.
 REGISTRY = CollectorRegistry()
 
@@ -25,6 +27,9 @@ TELEMETRY_SKIPPED_SERIES = Counter(
     ["source"],
     registry=REGISTRY,
 )
+#: Each source's last signal: its age on /metrics, its line on /readyz?verbose.
+FRESHNESS = Freshness()
+REGISTRY.register(FRESHNESS)
 GRAPH_EDGES = Gauge("harmonic_affinity_graph_edges", "Edges in the affinity graph.", registry=REGISTRY)
 GRAPH_VERSION = Gauge(
     "harmonic_affinity_graph_version",

@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 
 from harmonic.signals.identity import WorkloadKey
-from harmonic.signals.metrics import TELEMETRY_FAILURES, TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
+from harmonic.signals.metrics import FRESHNESS, TELEMETRY_FAILURES, TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
+from harmonic.signals.promquery import PrometheusClient, QueryLimits
 from harmonic.signals.telemetry import EMPTY, Reading, TrafficSample, no_signal_level
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ class PrometheusSource:
     name: str = ""
     #: How requests reach the server (default: the network); the simulator answers them from its mesh.
     transport: httpx.BaseTransport | None = None
+    #: The query deadline and body limit (default: the process's, ``QueryLimits.from_env``).
+    limits: QueryLimits | None = None
 
     def __post_init__(self) -> None:
         if self.queries is None:
@@ -90,7 +93,7 @@ class PrometheusSource:
         if self.reporter not in ("source", "destination"):
             raise ValueError(f"reporter must be 'source' or 'destination', not {self.reporter!r}")
         self.name = self.name or f"prometheus/{self.mesh}"
-        self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
+        self._client = PrometheusClient(self.url, self.timeout, self.headers, self.transport, self.limits)
         #: Reads in a row that gave no signal.
         self._silent = 0
 
@@ -123,7 +126,7 @@ class PrometheusSource:
         if skipped:
             TELEMETRY_SKIPPED_SERIES.labels(self.name).inc(len(skipped))
             log.warning("%s: skipped %d series, e.g. %s", self.name, len(skipped), skipped[0])
-        TELEMETRY_UP.labels(self.name).set(1)
+        count_signal(self.name)
         self._silent = 0
         return Reading(samples, True, "", tuple(skipped))
 
@@ -134,7 +137,7 @@ class PrometheusSource:
 
     def _query(self, template: str) -> list[dict[str, Any]] | str:
         promql = template.replace("{window}", self.window).replace("{reporter}", self.reporter)
-        return instant_query(self._client, promql)
+        return self._client.query(promql)
 
     def _edges(
         self, series: list[dict[str, Any]], skipped: list[str]
@@ -159,10 +162,10 @@ class PrometheusSource:
         return out
 
 
-def prometheus_client(
-    url: str, timeout: float, headers: Mapping[str, str], transport: httpx.BaseTransport | None
-) -> httpx.Client:
-    return httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=dict(headers), transport=transport)
+def count_signal(source: str) -> None:
+    """A read of ``source`` gave a signal."""
+    TELEMETRY_UP.labels(source).set(1)
+    FRESHNESS.ok(source)
 
 
 def count_no_signal(source: str, reason: str, streak: int = 1, *, empty: bool = False) -> None:
@@ -172,28 +175,7 @@ def count_no_signal(source: str, reason: str, streak: int = 1, *, empty: bool = 
     log.log(no_signal_level(streak, empty), "%s: no signal: %s%s", source, reason, again)
     TELEMETRY_UP.labels(source).set(0)
     TELEMETRY_FAILURES.labels(source, reason.split(":")[0][:40]).inc()
-
-
-def instant_query(client: httpx.Client, promql: str) -> list[dict[str, Any]] | str:
-    """The series of an instant vector query, or why there are none (never raises)."""
-    try:
-        resp = client.get("/api/v1/query", params={"query": promql})
-    except httpx.HTTPError as e:
-        return f"unreachable: {type(e).__name__}: {e}"
-    try:
-        body = resp.json()
-    except ValueError:
-        return f"bad response: HTTP {resp.status_code}, not JSON"
-    if resp.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
-        detail = f"{body.get('errorType', '')} {body.get('error', '')}" if isinstance(body, dict) else ""
-        return f"query failed: HTTP {resp.status_code}: {detail}".strip()
-    data = body.get("data") or {}
-    if data.get("resultType") != "vector":
-        return f"query failed: expected an instant vector, got {data.get('resultType')!r}"
-    result = data.get("result")
-    if not isinstance(result, list):
-        return "bad response: data.result is not a list"
-    return result
+    FRESHNESS.failed(source, reason)
 
 
 def series_value(series: Mapping[str, Any]) -> float:

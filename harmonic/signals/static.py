@@ -11,27 +11,41 @@ These give the affinity graph a starting point before (or instead of) live mesh 
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.errors import ObjectError
 from harmonic.api.quantity import QuantityError, parse_quantity, value
 from harmonic.signals.identity import WorkloadKey
 from harmonic.signals.telemetry import Reading, TrafficSample
 
+#: Calls per user action an edge may carry, and user actions per second a topology may be driven at:
+#: far beyond any application (the bundled topologies' weights are below 20), and small enough that
+#: the rates they make (and the byte rates the simulator derives from them) stay finite numbers.
+MAX_EDGE_WEIGHT = 1e6
+MAX_USER_RATE = 1e6
+
+
+def check_user_rate(rate: float) -> None:
+    """Raises ValueError when ``rate`` is not a finite number in [0, MAX_USER_RATE]."""
+    if not (math.isfinite(rate) and 0 <= rate <= MAX_USER_RATE):
+        raise ValueError(f"{rate!r} must be a number from 0 to {MAX_USER_RATE:g} (user actions per second)")
+
 
 def load_topology(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
+        data = safeyaml.load_json(p.read_text())
     except OSError as e:
         raise ObjectError(f"topology {p}", "", f"cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ObjectError(f"topology {p}", "", f"not valid JSON: {e}") from None
+    except (ValueError, yaml.YAMLError) as e:
+        why = safeyaml.problem(e) if isinstance(e, yaml.YAMLError) else str(e)
+        raise ObjectError(f"topology {p}", "", f"not valid JSON: {why}") from None
     validate_topology(data, f"topology {p}")
     return data
 
@@ -59,8 +73,16 @@ def validate_topology(data: Any, obj: str) -> None:
                     obj, f"edges[{i}].{end}", f"{e.get(end)!r} is not a service of this topology"
                 )
         w = e.get("weight")
-        if not isinstance(w, (int, float)) or isinstance(w, bool) or w < 0:
-            raise ObjectError(obj, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
+        if (
+            not isinstance(w, (int, float))
+            or isinstance(w, bool)
+            or not (math.isfinite(w) and 0 <= w <= MAX_EDGE_WEIGHT)
+        ):
+            raise ObjectError(
+                obj,
+                f"edges[{i}].weight",
+                f"{w!r} must be a number from 0 to {MAX_EDGE_WEIGHT:g} (calls per user action)",
+            )
 
 
 class TopologySource:
@@ -70,8 +92,7 @@ class TopologySource:
         self, topology: Mapping[str, Any], namespace: str = "default", user_rate: float = 1.0
     ) -> None:
         validate_topology(topology, f"topology {topology.get('name', '')}".strip())
-        if user_rate < 0:
-            raise ValueError("user_rate must be >= 0")
+        check_user_rate(user_rate)
         self.name = f"topology/{topology.get('name', 'unnamed')}"
         self._samples = tuple(
             TrafficSample(
@@ -126,11 +147,11 @@ class AppGroupSource:
     def from_file(cls, path: str | Path, dependency_rate: float = 1.0) -> AppGroupSource:
         p = Path(path)
         try:
-            docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
+            docs = [d for d in safeyaml.load_all(p.read_text()) if d]
         except OSError as e:
             raise ObjectError(f"AppGroup file {p}", "", f"cannot read: {e.strerror}") from None
         except yaml.YAMLError as e:
-            raise ObjectError(f"AppGroup file {p}", "", f"not valid YAML: {e}") from None
+            raise ObjectError(f"AppGroup file {p}", "", f"not valid YAML: {safeyaml.problem(e)}") from None
         return cls(docs, dependency_rate)
 
     def read(self) -> Reading:

@@ -36,9 +36,10 @@ from prometheus_client import Counter
 from harmonic.framework.services import ServiceKey, ViewSource
 from harmonic.signals.forecast import Forecast, holt_winters
 from harmonic.signals.identity import WorkloadKey
-from harmonic.signals.metrics import REGISTRY, TELEMETRY_UP
+from harmonic.signals.metrics import REGISTRY
 from harmonic.signals.periodic import Periodic
-from harmonic.signals.prometheus import count_no_signal, instant_query
+from harmonic.signals.prometheus import count_no_signal, count_signal
+from harmonic.signals.promquery import PrometheusClient, QueryLimits
 
 log = logging.getLogger(__name__)
 #: The handle service of observed usage (``UsageModel``), read by the load-aware plugins.
@@ -139,15 +140,12 @@ class PrometheusUsageSource:
     headers: Mapping[str, str] = field(default_factory=dict)
     name: str = "prometheus/usage"
     transport: httpx.BaseTransport | None = None
+    #: The query deadline and body limit (default: the process's, ``QueryLimits.from_env``).
+    limits: QueryLimits | None = None
 
     def __post_init__(self) -> None:
         self.queries = prometheus_queries(self.window, self.node_label, self.pod_window)
-        self._client = httpx.Client(
-            base_url=self.url.rstrip("/"),
-            timeout=self.timeout,
-            headers=dict(self.headers),
-            transport=self.transport,
-        )
+        self._client = PrometheusClient(self.url, self.timeout, self.headers, self.transport, self.limits)
         #: Reads in a row that gave no signal.
         self._silent = 0
 
@@ -155,7 +153,7 @@ class PrometheusUsageSource:
         self._client.close()
 
     def _by(self, role: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], float] | str:
-        result = instant_query(self._client, self.queries[role])
+        result = self._client.query(self.queries[role])
         if isinstance(result, str):
             return result
         out: dict[tuple[str, ...], float] = {}
@@ -188,7 +186,7 @@ class PrometheusUsageSource:
         pc = pod_cpu if isinstance(pod_cpu, dict) else {}
         pm = pod_mem if isinstance(pod_mem, dict) else {}
         pods = {(k[0], k[1]): (1000 * pc.get(k, 0.0), pm.get(k, 0.0)) for k in set(pc) | set(pm)}
-        TELEMETRY_UP.labels(self.name).set(1)
+        count_signal(self.name)
         return UsageReading(nodes, pods)
 
 
@@ -250,7 +248,7 @@ class MetricsServerSource:
             self._silent += 1
             return _fail(self.name, "no NodeMetrics", self._silent, empty=True)
         self._silent = 0
-        TELEMETRY_UP.labels(self.name).set(1)
+        count_signal(self.name)
         return UsageReading(nodes, pods, has_spread=False)
 
 

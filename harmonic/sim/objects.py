@@ -10,7 +10,6 @@ honour (persistent volumes, Job pod failure policies, ...), is an error naming t
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -20,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from harmonic import safeyaml
 from harmonic.api.batch import parse_elastic_quota, parse_pod_group
 from harmonic.api.errors import ObjectError
 from harmonic.api.pod import DEFAULT_SCHEDULER_NAME, parse_pod
@@ -186,10 +186,11 @@ def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
     except UnicodeDecodeError as e:
         raise ScenarioError(str(path), "", f"cannot read: not UTF-8 text (byte {e.start})") from None
     try:
-        docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        docs = [safeyaml.load_json(text)] if path.suffix == ".json" else safeyaml.load_all(text)
+    except (yaml.YAMLError, ValueError) as e:
+        why = safeyaml.problem(e) if isinstance(e, yaml.YAMLError) else str(e)
         raise ScenarioError(
-            str(path), "", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}"
+            str(path), "", f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {why}"
         ) from None
     for i, doc in enumerate(docs):
         if doc is None:

@@ -51,6 +51,10 @@ from harmonic.sim.topology import TopologyInstance, deployments, instance, load_
 from harmonic.sim.truth.config import GroundTruth
 from harmonic.sim.truth.interference import workload_matches
 
+#: The most network bandwidth a simulated service may declare (1 PB/s): node and pod bandwidth is
+#: summed in int64 bytes/s, and this leaves room for thousands of such pods before that overflows.
+MAX_DECLARED_BYTES_PER_SECOND = 1e15
+
 Obj = dict[str, Any]
 POOL_LABEL = "harmonic.dev/node-pool"
 
@@ -345,6 +349,14 @@ class _Builder:
                 name = str(svc["name"])
                 peak = 1 + usage.profile_for(topo.workload(name)).amplitude
                 total = topo.traffic_bytes_per_second(name, usage.bandwidth.bytes_per_call) * peak
+                if not total <= MAX_DECLARED_BYTES_PER_SECOND:
+                    raise ScenarioError(
+                        self.source,
+                        f"workloads[{i}].userRate",
+                        f"{w.user_rate:g} user actions/s make {name} declare {total:.3g} bytes/s, more than "
+                        f"{MAX_DECLARED_BYTES_PER_SECOND:.0e}; lower userRate, the topology's weights or bytes, "
+                        "or usage.bandwidth.bytesPerCall",
+                    )
                 replicas = max(1, w.replicas or int(svc.get("replicas", 1)))
                 annotations[name] = {NETWORK_BANDWIDTH: str(math.ceil(total / replicas))}
         for raw in deployments(data, ns, w.replicas, annotations):

@@ -67,7 +67,15 @@ def simulate(
     with the placement timeline, beside the report (``harmonic.sim.explore``)."""
     exploration = Exploration(plan, record_decisions) if record_decisions else None
     worlds = Simulation(plan, runs, registry, exploration.attach if exploration else None).run(progress)
-    doc = write_report(out_dir, plan, worlds) if out_dir is not None else metrics_document(plan, worlds)
-    if exploration is not None and out_dir is not None:
-        exploration.write(out_dir)
-    return Outcome(plan, runs, worlds, doc, exploration)
+    outcome = Outcome(plan, runs, worlds, metrics_document(plan, worlds), exploration)
+    if out_dir is not None:
+        write(out_dir, outcome)
+    return outcome
+
+
+def write(out_dir: str | Path, outcome: Outcome) -> None:
+    """The report (metrics.json, report.html) and, when decisions were recorded, the exploration files.
+    Raises OSError."""
+    write_report(out_dir, outcome.plan, outcome.worlds)
+    if outcome.exploration is not None:
+        outcome.exploration.write(out_dir)

@@ -32,8 +32,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 
+from harmonic import safeyaml
 from harmonic.framework.config import parse_duration
 from harmonic.signals.feedback.learning import LearningConfig
+from harmonic.signals.static import MAX_USER_RATE
 from harmonic.sim.errors import ScenarioError
 from harmonic.sim.truth.config import GroundTruth, Routing
 from harmonic.sim.truth.interference import workload_matches
@@ -203,7 +205,7 @@ class TopologyWorkload(_M):
     topology: str = Field(min_length=1)
     namespace: str | None = Field(default=None, pattern=_DNS_LABEL)
     #: User actions per second; each edge carries ``weight * userRate`` requests per second.
-    user_rate: float = Field(gt=0)
+    user_rate: float = Field(gt=0, le=MAX_USER_RATE)
     #: Replicas of every service (default: each service's own ``replicas``).
     replicas: int | None = Field(default=None, ge=1)
     at: Seconds = 0.0
@@ -677,9 +679,9 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     except UnicodeDecodeError as e:
         raise ScenarioError(str(path), "", f"cannot read {what}: not UTF-8 text (byte {e.start})") from None
     try:
-        return yaml.safe_load(text)
+        return safeyaml.load(text)
     except yaml.YAMLError as e:
-        raise ScenarioError(str(path), "", f"not valid YAML: {e}") from None
+        raise ScenarioError(str(path), "", f"not valid YAML: {safeyaml.problem(e)}") from None
 
 
 def load_scenario_file(path: str | Path) -> Scenario:

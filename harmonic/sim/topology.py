@@ -12,14 +12,17 @@ truth's business (``harmonic.sim.truth``).
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harmonic.api.quantity import QuantityError, parse_quantity
+import yaml
+
+from harmonic import safeyaml
+from harmonic.api.quantity import QuantityError
+from harmonic.api.resources import CPU, MEMORY, to_units
+from harmonic.signals.static import MAX_EDGE_WEIGHT
 from harmonic.sim.errors import ScenarioError
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "topologies"
@@ -83,9 +86,11 @@ def load_topology(ref: str, base_dir: Path, source: str, path: str) -> tuple[dic
             f"{ref!r} is neither a bundled topology ({', '.join(bundled_topologies())}) nor a file",
         )
     try:
-        data = json.loads(file.read_text())
+        data = safeyaml.load_json(file.read_text())
     except (OSError, ValueError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ScenarioError(str(file), "", f"not a readable JSON topology: {e}") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(str(file), "", f"not a readable JSON topology: {safeyaml.problem(e)}") from None
     validate_topology(data, str(file))
     return data, str(file)
 
@@ -107,10 +112,10 @@ def validate_topology(data: Any, source: str) -> None:
         if name in names:
             raise ScenarioError(source, f"{where}.name", f"duplicate service {name!r}")
         names.add(name)
-        for key in ("cpu_request", "memory_request"):
+        for key, resource in (("cpu_request", CPU), ("memory_request", MEMORY)):
             if key in s:
                 try:
-                    parse_quantity(s[key])
+                    to_units(resource, s[key])  # what the pod made from it must be a valid pod
                 except QuantityError as e:
                     raise ScenarioError(source, f"{where}.{key}", str(e)) from None
         st = s.get("service_time_ms")
@@ -131,8 +136,12 @@ def validate_topology(data: Any, source: str) -> None:
                     source, f"edges[{i}].{end}", f"{edge.get(end)!r} is not a service of this topology"
                 )
         w = edge.get("weight")
-        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < math.inf:
-            raise ScenarioError(source, f"edges[{i}].weight", f"{w!r} must be a non-negative number")
+        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w <= MAX_EDGE_WEIGHT:
+            raise ScenarioError(
+                source,
+                f"edges[{i}].weight",
+                f"{w!r} must be a number from 0 to {MAX_EDGE_WEIGHT:g} (calls per user action)",
+            )
         b = edge.get("bytes")
         if b is not None and (not isinstance(b, int | float) or isinstance(b, bool) or not 0 <= b < 1e12):
             raise ScenarioError(source, f"edges[{i}].bytes", f"{b!r} must be a number of bytes >= 0")

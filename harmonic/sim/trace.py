@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harmonic.api.quantity import QuantityError, parse_quantity
+from harmonic.api.resources import to_units
 from harmonic.sim.errors import ScenarioError
 
 CONTAINER_META_COLUMNS = (
@@ -125,7 +126,7 @@ def read_arrivals(path: Path) -> list[Arrival]:
         for name, q in (("cpu", cpu), ("memory", mem)):
             if q is not None:
                 try:
-                    parse_quantity(q)
+                    to_units(name, q)  # what the pod made from it must be a valid pod
                 except QuantityError as e:
                     raise ScenarioError(f"{path}:{line}", name, str(e)) from None
         out.append(Arrival(t, d, cpu, mem))

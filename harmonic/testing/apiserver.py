@@ -12,13 +12,15 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   as etcd's revision; uid and creationTimestamp set on create; pods defaulted as the API server
   defaults them (namespace, ``schedulerName: default-scheduler``, phase, requests from limits).
 - **Lists**: ``limit``/``continue`` paging over a consistent snapshot (an expired token is 410
-  ``Expired``), list ``metadata.resourceVersion``, items without kind/apiVersion as the real server
+  ``Expired``; a ``resourceVersion`` the server has not reached is kube-apiserver's 504 "Too large
+  resource version" with ``Retry-After``), list ``metadata.resourceVersion``, items without kind/apiVersion as the real server
   sends them; field selectors on ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``,
   ``spec.schedulerName`` and ``status.phase`` (``=``, ``==``, ``!=``).
 - **Watches**: newline-delimited JSON events ADDED/MODIFIED/DELETED from a resourceVersion (replayed
   from a bounded history), synthetic ADDED events for ``resourceVersion`` unset or ``0``, BOOKMARK
   events with ``allowWatchBookmarks``, an ERROR event with a 410 Status when the resourceVersion is
-  older than the history, objects leaving a field selector sent as DELETED (entering it as ADDED), and
+  older than the history, silence (no events, no bookmarks, as kube-apiserver 1.36) until the server
+  passes a resourceVersion it has not reached, objects leaving a field selector sent as DELETED (entering it as ADDED), and
   server-side close after ``timeoutSeconds``.
 - **Subresources**: ``pods/binding`` (201; 409 when already bound or on a uid precondition mismatch;
   404 for a missing pod; the node is *not* checked, as the real server does not), ``pods/eviction``
@@ -29,9 +31,10 @@ subresources, so this is a small, faithful stand-in for the calls a scheduler ma
   object (PUT, or PATCH with merge or strategic-merge patches: ``conditions`` merge on ``type``).
 - **Optimistic concurrency**: PUT with a stale ``metadata.resourceVersion`` is 409 Conflict (Leases,
   the reservations' ConfigMap); POST of a name that exists is 409 AlreadyExists.
-- **Faults** (for tests): ``inject`` an HTTP status or a delay for requests matching method, path
-  regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream, without the final chunk);
-  ``expire_history`` (reconnecting watches get 410).
+- **Faults** (for tests): ``inject`` an HTTP status (with ``Retry-After``) or a delay for requests
+  matching method, path regex and User-Agent; ``drop_watches`` (the connection is cut mid-stream,
+  without the final chunk); ``expire_history`` (reconnecting watches get 410); ``recreate`` (the
+  server back with fresh state and a lower resourceVersion, as after etcd was recreated or restored).
 - **Accounting**: every request counted by verb and resource; every binding recorded per pod.
 
 Run in-process (``with ApiServerDouble() as api: ...``; state changes from the test thread are
@@ -118,6 +121,14 @@ RESOURCE_TYPES = (
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True),
     ResourceType("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True),
+    # The storage objects the volume plugins read (the live adapters' "volumes" service).
+    ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False),
+    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ResourceType("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    ResourceType("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+    ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
     # metrics-server's resource metrics API, read by harmonic.signals.usage.MetricsServerSource.
     ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False),
     ResourceType("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True),
@@ -144,6 +155,12 @@ class ApiError(Exception):
     def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``Retry-After`` from ``details.retryAfterSeconds``, as kube-apiserver's error writer sets it."""
+        seconds = (self.details or {}).get("retryAfterSeconds")
+        return {"Retry-After": str(seconds)} if seconds else {}
 
     def status(self) -> Obj:
         out: Obj = {
@@ -183,6 +200,20 @@ def _conflict(rt: ResourceType, name: str, why: str) -> ApiError:
 def _now_rfc3339(micro: bool = False) -> str:
     t = datetime.now(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def too_large_resource_version(asked: int, current: int, retry_after: int) -> ApiError:
+    """kube-apiserver's answer to a list or watch at a resourceVersion it has not reached (its
+    ``NewTooLargeResourceVersionError``: a 504 with the ``ResourceVersionTooLarge`` cause)."""
+    return ApiError(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {asked}, current: {current}",
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": retry_after,
+        },
+    )
 
 
 def _success(code: int = 201) -> Obj:
@@ -275,6 +306,7 @@ class Fault:
     times: int | None = None  # None: until cleared
     delay: float = 0.0
     message: str = "injected fault"
+    retry_after: int | None = None  # seconds, sent as the Retry-After header
     hits: int = 0
 
     def matches(self, method: str, path: str, agent: str) -> bool:
@@ -305,6 +337,8 @@ class _Watch:
     sent: int = 0
     drop: bool = False  # cut the connection without ending the stream
     drop_after: int | None = None
+    silent: bool = False  # from a resourceVersion the server has not reached: no events, no bookmarks
+    after: int = 0  # changes at or below this resourceVersion are not sent
 
     def wants(self, obj: Obj) -> bool:
         if self.namespace is not None and (obj.get("metadata") or {}).get("namespace") != self.namespace:
@@ -357,6 +391,8 @@ class _State:
         self.snapshots: dict[str, tuple[float, int, list[Obj]]] = {}
         self.force_410: Counter[str] = Counter()
         self.bound_pods = 0
+        #: ``retryAfterSeconds`` of a too-large-resourceVersion answer (kube-apiserver: 1).
+        self.too_large_retry_after = 1
 
     # ------------------------------------------------------------------ objects
     @staticmethod
@@ -482,6 +518,27 @@ class _State:
         if status_only:
             new = {**old, "status": fn(old.get("status") or {}, patch.get("status") or {})}
             new["metadata"] = dict(old["metadata"])
+            nominated = new["status"].get("nominatedNodeName")
+            was = (old.get("status") or {}).get("nominatedNodeName")
+            if rt.id == "pods" and nominated and nominated != was and old["spec"].get("nodeName"):
+                # kube-apiserver 1.36's answer to the late preemption patches of issue 33.
+                message = "Forbidden: may not be set on pods that are already bound to a node"
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f'Pod "{name}" is invalid: status.nominatedNodeName: {message}',
+                    {
+                        "name": name,
+                        "kind": "Pod",
+                        "causes": [
+                            {
+                                "reason": "FieldValueForbidden",
+                                "message": message,
+                                "field": "status.nominatedNodeName",
+                            }
+                        ],
+                    },
+                )
         else:
             new = fn(old, patch)
             new["metadata"] = {**new["metadata"], "uid": old["metadata"]["uid"], "name": name}
@@ -622,8 +679,18 @@ class _State:
         return self._commit(pods, old, new) or new
 
     # ------------------------------------------------------------------ lists and watches
-    def list(self, rt: ResourceType, ns: str | None, fields: str, limit: int, cont: str) -> Obj:
+    def list(
+        self, rt: ResourceType, ns: str | None, fields: str, limit: int, cont: str, rv_param: str = ""
+    ) -> Obj:
         reqs = parse_field_selector(fields)
+        if not cont and rv_param not in ("", "0"):
+            # resourceVersionMatch unset: data at least as fresh as rv_param, which must exist.
+            try:
+                asked = int(rv_param)
+            except ValueError:
+                raise ApiError(400, "BadRequest", f"invalid resourceVersion {rv_param!r}") from None
+            if asked > self.rv:
+                raise too_large_resource_version(asked, self.rv, self.too_large_retry_after)
         if cont:
             try:
                 snap_id, offset_s = base64.urlsafe_b64decode(cont.encode()).decode().split(":")
@@ -676,6 +743,9 @@ class _State:
                 self._offer(w, change, lines)
 
     def _offer(self, w: _Watch, change: _Change, lines: dict[str, bytes]) -> None:
+        if change.rv <= w.after:
+            return
+        w.silent = False
         was = change.old is not None and w.wants(change.old)
         now = change.new is not None and w.wants(change.new)
         if was and now:
@@ -718,7 +788,9 @@ class _State:
                 w.queue.put_nowait(None)
                 return w
             if since > self.rv:
-                raise ApiError(504, "Timeout", f"Too large resource version: {since}, current: {self.rv}")
+                # kube-apiserver (1.36, measured) opens the watch and sends nothing, not even bookmarks,
+                # until the timeout: the watch waits for a resourceVersion the server has not reached.
+                w.silent, w.after = True, since
             lines: dict[int, dict[str, bytes]] = {}
             for ch in self.history:
                 if ch.rv > since and ch.rt is rt:
@@ -807,11 +879,13 @@ class _App:
                 reason = {429: "TooManyRequests", 503: "ServiceUnavailable", 504: "Timeout"}.get(
                     code, "InternalError"
                 )
-                return _json(ApiError(code, reason, fault.message).status(), code)
+                details = {"retryAfterSeconds": fault.retry_after} if fault.retry_after is not None else None
+                headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else None
+                return _json(ApiError(code, reason, fault.message, details).status(), code, headers)
         try:
             return await self.dispatch(request, agent)
         except ApiError as e:
-            return _json(e.status(), e.code)
+            return _json(e.status(), e.code, e.headers)
 
     async def dispatch(self, request: web.Request, agent: str) -> web.StreamResponse:
         path = request.path
@@ -832,7 +906,14 @@ class _App:
             if request.method == "GET":
                 limit = int(q.get("limit") or 0)
                 return _json(
-                    st.list(rt, route.namespace, q.get("fieldSelector", ""), limit, q.get("continue", ""))
+                    st.list(
+                        rt,
+                        route.namespace,
+                        q.get("fieldSelector", ""),
+                        limit,
+                        q.get("continue", ""),
+                        q.get("resourceVersion", ""),
+                    )
                 )
             if request.method == "POST":
                 if not rt.namespaced and route.namespace:
@@ -894,7 +975,7 @@ class _App:
                 try:
                     line = await asyncio.wait_for(w.queue.get(), min(left, st.bookmark_interval))
                 except TimeoutError:
-                    if bookmarks and w.queue.empty():
+                    if bookmarks and w.queue.empty() and not w.silent:
                         await resp.write(_bookmark(route.rt, st.rv))
                     continue
                 if w.drop or (w.drop_after is not None and w.sent >= w.drop_after):
@@ -980,9 +1061,12 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
         raise ApiError(400, "BadRequest", f"the body of the request is not valid JSON: {e}") from None
 
 
-def _json(obj: Any, status: int = 200) -> web.Response:
+def _json(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(
-        body=json.dumps(obj, separators=(",", ":")).encode(), status=status, content_type="application/json"
+        body=json.dumps(obj, separators=(",", ":")).encode(),
+        status=status,
+        content_type="application/json",
+        headers=headers,
     )
 
 
@@ -1217,6 +1301,45 @@ class ApiServerDouble:
                 return
             self._state.history.clear()
             self._state.compacted = self._state.rv
+
+        self._call(run)
+
+    def recreate(self, keep: Callable[[str, Obj], bool] = lambda resource, obj: False) -> None:
+        """The server comes back with fresh state, as after its etcd was recreated or restored from an
+        older backup: every open watch is cut, the resourceVersion counter starts again from the
+        default namespaces, and only the objects ``keep(resource, obj)`` picks survive (re-created,
+        with new resourceVersions but their uids). Faults, counters and recorded bindings stay."""
+
+        def run() -> None:
+            old = self._state
+            for w in old.watches:
+                w.drop = True
+                w.queue.put_nowait(b"")
+            fresh = _State(old.history_limit, old.bookmark_interval)
+            fresh.faults, fresh.stats = old.faults, old.stats
+            fresh.too_large_retry_after = old.too_large_retry_after
+            for ns in DEFAULT_NAMESPACES:
+                fresh.create(_BY_ID["namespaces"], None, {"metadata": {"name": ns}})
+            for rt in RESOURCE_TYPES:
+                for obj in old.objects[rt.id].values():
+                    if rt.id == "namespaces" and obj["metadata"]["name"] in DEFAULT_NAMESPACES:
+                        continue
+                    if keep(rt.id, obj):
+                        fresh._commit(rt, None, copy.deepcopy(obj))
+            self._state = fresh
+            assert self._app is not None
+            self._app.state = fresh
+
+        self._call(run)
+
+    @property
+    def too_large_retry_after(self) -> int:
+        return self._state.too_large_retry_after
+
+    @too_large_retry_after.setter
+    def too_large_retry_after(self, seconds: int) -> None:
+        def run() -> None:
+            self._state.too_large_retry_after = seconds
 
         self._call(run)
 

@@ -81,3 +81,25 @@ def test_integer_and_suffix_roundtrip(n, suffix):
 def test_milli_value_is_ceiling(q):
     m = milli_value(q)
     assert m - 1 < q * 1000 <= m
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "units"),
+    [
+        # kube-apiserver 1.36 stores each of these (checked: "1e400" becomes "10e399", "1e-9" of memory
+        # becomes "1e-3"); what matters here is how they round.
+        ("0e400", 0, 0),
+        ("1e-400", 1, 1),
+        ("-1e-400", -1, -1),
+        ("1e-9", 1, 1),
+    ],
+)
+def test_extreme_exponents_keep_their_rounding(text, milli, units):
+    q = parse_quantity(text)
+    assert (milli_value(q), value(q)) == (milli, units)
+
+
+@pytest.mark.parametrize("text", ["1e101", "1e400", "-3e99999999"])
+def test_exponents_beyond_1e100_are_too_large(text):
+    with pytest.raises(QuantityError, match="too large"):
+        parse_quantity(text)

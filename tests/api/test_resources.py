@@ -71,3 +71,50 @@ def test_malformed_quantity_names_object_and_field():
     with pytest.raises(ObjectError) as e:
         parse_pod(bad)
     assert str(e.value).startswith("Pod shop/web: spec.containers[0].resources.requests.cpu:")
+
+
+@pytest.mark.parametrize(
+    ("builder", "field"),
+    [
+        (pod("p").req(cpu="-1"), "spec.containers[0].resources.requests.cpu"),
+        (pod("p").req(cpu="1").container(memory="-1Gi"), "spec.containers[1].resources.requests.memory"),
+        (pod("p").init_container(cpu="-0.001"), "spec.initContainers[0].resources.requests.cpu"),
+        (pod("p").req(**{"example.com/x": "-1"}), "spec.containers[0].resources.requests.example.com/x"),
+        (pod("p").overhead(memory="-5"), "spec.overhead.memory"),
+        (pod("p").spec(resources={"requests": {"cpu": "-2"}}), "spec.resources.requests.cpu"),
+    ],
+)
+def test_negative_requests_are_refused_as_kube_apiserver_does(builder, field):
+    """Issue 33: negative requests were accepted (silent overcommit, scores out of range); kube-apiserver
+    refuses them with "must be greater than or equal to 0"."""
+    with pytest.raises(ObjectError) as e:
+        parse_pod(builder.obj())
+    assert e.value.field == field
+    assert e.value.message.endswith("must be greater than or equal to 0")
+
+
+@pytest.mark.parametrize(
+    ("quantity", "resource"),
+    [("1e100", "cpu"), ("9223372036854775808", "memory"), ("1e19", "example.com/x"), ("1e400", "cpu")],
+)
+def test_requests_beyond_int64_are_refused_naming_the_field(quantity, resource):
+    with pytest.raises(ObjectError) as e:
+        parse_pod(pod("p").req(**{resource: quantity}).obj())
+    assert e.value.field == f"spec.containers[0].resources.requests.{resource}"
+    assert "too large" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("status", "field"),
+    [
+        ({"capacity": {"cpu": "-4"}}, "status.capacity.cpu"),
+        ({"allocatable": {"memory": "-1Gi"}, "capacity": {"memory": "1Gi"}}, "status.allocatable.memory"),
+        ({"allocatable": {"cpu": "1e100"}}, "status.allocatable.cpu"),
+    ],
+)
+def test_nodes_with_negative_or_huge_amounts_are_refused_naming_the_field(status, field):
+    from harmonic.api.node import parse_node
+
+    with pytest.raises(ObjectError) as e:
+        parse_node({"metadata": {"name": "n"}, "status": status})
+    assert e.value.field == field

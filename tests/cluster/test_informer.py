@@ -67,7 +67,8 @@ def test_watch_dropped_mid_stream_loses_nothing(api: ApiServerDouble, informer):
             api.drop_watches("pods")
     wait_until(lambda: len(rec.of("add")) == 20 and _settled(api, inf))
     assert sorted(rec.of("add")) == sorted(f"p{i}" for i in range(20))  # each exactly once
-    assert inf.watches > 1 and inf.lists == 1  # resumed from its resourceVersion, no relist
+    # Each cut is followed by a relist (diffed against the store: nothing reported twice).
+    assert inf.watches > 1 and inf.lists == 1 + inf.relists_on_break
 
 
 def test_410_on_reconnect_relists_and_reports_the_difference(api: ApiServerDouble, informer):
@@ -142,3 +143,68 @@ def test_strip_managed_fields_from_lists_and_watches(api: ApiServerDouble, infor
         meta = inf.get(f"default/{name}")["metadata"]
         assert "managedFields" not in meta and meta["name"] == name and meta["resourceVersion"]
     assert api.get("pods", "watched", "default")["metadata"]["managedFields"] == managed  # the server's copy
+
+
+@pytest.mark.parametrize("retry_after", [0, 1], ids=["no-retry-after", "retry-after-1s"])
+def test_server_recreated_with_an_older_resource_version_is_relisted(
+    api: ApiServerDouble, transport, retry_after
+):
+    """etcd recreated: the server's resourceVersion is now below the informer's. Listing from the
+    informer's is "504 Too large resource version" (with or without Retry-After: not waited out);
+    client-go relists from scratch."""
+    api.create_many("pods", [pod(f"old{i}").obj() for i in range(40)])  # a resourceVersion to fall from
+    inf = Informer(transport, PODS, backoff=Backoff(0.02, 0.1))
+    rec = Recorder()
+    inf.add_handler(rec)
+    inf.start()
+    try:
+        assert inf.wait_for_sync(5)
+        wait_until(lambda: inf.watches == 1, what="the watch")  # recreate cuts it
+        api.too_large_retry_after = retry_after
+        held = int(inf.resource_version)
+        api.recreate(keep=lambda resource, obj: obj["metadata"]["name"] in ("old0", "old1"))
+        api.create("pods", pod("fresh").obj())
+        assert api.resource_version < held
+        wait_until(lambda: inf.get("default/fresh") and _settled(api, inf), timeout=15, what="relist")
+        assert sorted(rec.of("delete")) == sorted(f"old{i}" for i in range(2, 40))
+        assert rec.of("add").count("fresh") == 1
+        assert sorted(inf.keys()) == ["default/fresh", "default/old0", "default/old1"]
+        assert inf.healthy
+    finally:
+        inf.stop()
+
+
+def test_healthy_only_while_the_copy_can_be_kept_current(api: ApiServerDouble, informer):
+    inf, _ = informer(NODES)
+    assert inf.healthy
+    api.inject(status=403, path="/api/v1/nodes$", message="forbidden")
+    api.recreate()  # the watch is cut; every reopen and relist is refused
+    wait_until(lambda: not inf.healthy, what="unhealthy")
+    assert "403" in inf.failing
+    api.clear_faults()
+    wait_until(lambda: inf.healthy, what="healthy again")
+
+
+def test_a_watch_opened_on_a_server_behind_it_is_checked_when_it_ends(api: ApiServerDouble, transport):
+    """The server is recreated between the list and the first watch: kube-apiserver keeps that watch
+    open and silent (no bookmark) until its timeout; the informer then checks its resourceVersion."""
+    api.create_many("pods", [pod(f"old{i}").obj() for i in range(10)])
+    api.too_large_retry_after = 0
+    opened = threading.Event()
+    inf = Informer(transport, PODS, backoff=Backoff(0.02, 0.1), watch_timeout=(1.0, 1.0))
+    original = inf._watch
+
+    def watch_after_recreate() -> None:
+        if not opened.is_set():
+            opened.set()
+            api.recreate()
+        original()
+
+    inf._watch = watch_after_recreate  # type: ignore[method-assign]
+    inf.start()
+    try:
+        assert inf.wait_for_sync(5)
+        api.create("pods", pod("fresh").obj())
+        wait_until(lambda: inf.keys() == ["default/fresh"], what="relist after the silent watch")
+    finally:
+        inf.stop()

@@ -284,3 +284,144 @@ def test_saturated_event_pipeline_drops_events_never_pods(api: ApiServerDouble, 
     # 4 writers are stuck for 2 s each and 3 more Events wait: most of the 40 found no room.
     assert dropped >= 25
     assert f"harmonic_events_dropped_total {float(dropped)}" in metrics
+
+
+def test_pod_with_a_bound_claim_is_scheduled_to_its_volumes_node(api: ApiServerDouble, start_scheduler):
+    """Issue 34: without storage informers a claim was never found ('persistentvolumeclaim "claim1" not
+    found') and such pods never scheduled."""
+    _nodes(api, 2, cpu="2")
+    affinity = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}
+    api.create(
+        "persistentvolumes",
+        {
+            "metadata": {"name": "pv1"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/mnt/pv1"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [affinity]}]}},
+                "claimRef": {"namespace": "default", "name": "claim1"},
+            },
+            "status": {"phase": "Bound"},
+        },
+    )
+    api.create(
+        "persistentvolumeclaims",
+        {
+            "metadata": {
+                "name": "claim1",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv1", "storageClassName": ""},
+            "status": {"phase": "Bound"},
+        },
+    )
+    p = pod("p").scheduler("harmonic").obj()
+    p["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "claim1"}}]
+    api.create("pods", p)
+    with scheduling(start_scheduler):
+        wait_until(lambda: api.pod_placement() == {"default/p": "n1"}, what="p bound to n1")
+
+
+def _hostile_pod(name: str, requests: dict[str, str]) -> dict:
+    """A pod kube-apiserver accepts (checked against kube-apiserver 1.36) but Harmonic cannot compile:
+    its requests do not fit in 64 bits. Extended resources need a limit equal to the request."""
+    obj = pod(name).scheduler("harmonic").obj()
+    limits = {k: v for k, v in requests.items() if "/" in k}
+    obj["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": limits}
+    return obj
+
+
+def test_a_pod_parse_pod_refuses_gets_an_event_and_scheduling_goes_on(
+    api: ApiServerDouble, start_scheduler, caplog
+):
+    """Issue 33: a pod whose request does not fit in 64 bits crashed the scheduling loop (the stub pod
+    built for its failure had no schedulerName) and the process exited."""
+    _nodes(api, 1)
+    api.create("pods", _hostile_pod("huge-cpu", {"cpu": "1e100"}))
+    api.create("pods", _hostile_pod("huge-ext", {"example.com/x": "1e19"}))
+    with scheduling(start_scheduler) as r:
+        failed = wait_until(
+            lambda: len(api.events("FailedScheduling")) == 2 and api.events("FailedScheduling")
+        )
+        _pods(api, ["after"])
+        wait_until(_all_bound(api, 1), what="the pod created after the bad ones")
+        conds = {
+            name: wait_until(
+                lambda n=name: (api.get("pods", n, "default")["status"].get("conditions") or [None])[0]
+            )
+            for name in ("huge-cpu", "huge-ext")
+        }
+        assert r.thread.is_alive()
+    assert r.stop() == 0
+    notes = {ev["regarding"]["name"]: ev["note"] for ev in failed}
+    assert "spec.containers[0].resources.requests.cpu" in notes["huge-cpu"]
+    assert "spec.containers[0].resources.requests.example.com/x" in notes["huge-ext"]
+    for name, cond in conds.items():
+        assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "SchedulerError")
+        assert cond["message"] == notes[name]
+    named = [rec for rec in caplog.records if rec.levelname == "ERROR" and "huge-cpu" in rec.getMessage()]
+    assert len(named) == 1, [rec.getMessage() for rec in named]
+    assert not [rec for rec in caplog.records if "crashed" in rec.getMessage()]
+
+
+def test_server_recreated_with_older_state_is_relisted_and_scheduling_goes_on(
+    api: ApiServerDouble, start_scheduler
+):
+    """etcd recreated (issue 33): the server comes back at a lower resourceVersion holding only the
+    nodes and some pods. The scheduler relists, forgets what vanished and binds what is new."""
+    _nodes(api, 2, cpu="1")
+    _pods(api, [f"old{i}" for i in range(8)], cpu="200m")  # 1.6 of 2 CPUs taken
+    with scheduling(start_scheduler) as r:
+        wait_until(_all_bound(api, 8))
+        api.too_large_retry_after = 0
+        kept = {"old0", "old1"}
+        api.recreate(keep=lambda res, o: res == "nodes" or o["metadata"]["name"] in kept)
+        # Needs the room the vanished pods held: binds only once the scheduler saw them go.
+        _pods(api, [f"new{i}" for i in range(8)], cpu="200m")
+        wait_until(_all_bound(api, 10), timeout=20, what="new pods bound after the relist")
+        wait_until(lambda: r.live.informers["pods"].healthy)
+    _assert_bound_exactly_once(api, [*sorted(kept), *(f"new{i}" for i in range(8))])
+
+
+def test_throttled_bindings_wait_as_asked_and_write_no_failure(api: ApiServerDouble, start_scheduler):
+    """API Priority and Fairness throttles the binds (429 + Retry-After): client-go waits and sends
+    the same Binding again; no FailedScheduling event, no PodScheduled=False, each pod bound once."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=429, retry_after=0, method="POST", path="/binding$", times=12)
+    with scheduling(start_scheduler):
+        _pods(api, names)
+        wait_until(_all_bound(api, 6))
+        wait_until(lambda: len(api.events("Scheduled")) == 6)
+    _assert_bound_exactly_once(api, names)
+    assert api.events("FailedScheduling") == []
+    assert api.stats().requests["patch pods/status"] == 0
+    assert api.stats().requests["create pods/binding"] == 6 + 12
+
+
+def _scheduled_condition(api: ApiServerDouble, name: str) -> str | None:
+    conds = (api.get("pods", name, "default") or {}).get("status", {}).get("conditions") or []
+    return next((c["status"] for c in conds if c["type"] == "PodScheduled"), None)
+
+
+def test_a_late_failure_patch_never_marks_a_bound_pod_unschedulable(api: ApiServerDouble, start_scheduler):
+    """Issue 33's throttled run: a bind fails, its PodScheduled=False patch waits behind slow status
+    writes, the retried bind succeeds first. The pod must not end bound but marked unschedulable."""
+    _nodes(api, 2)
+    names = [f"p{i}" for i in range(6)]
+    api.inject(status=500, method="POST", path="/binding$", times=len(names))  # each pod's first bind
+    api.inject(status=0, delay=0.4, method="PATCH", path="/status$")  # slow status writes
+    with scheduling(start_scheduler) as r:
+        _pods(api, names)
+        wait_until(_all_bound(api, 6), timeout=20)
+        r.stop()  # lets the status writer finish what is queued
+        contradicted = [n for n in names if _scheduled_condition(api, n) != "True"]
+    _assert_bound_exactly_once(api, names)
+    assert contradicted == []
+    assert len(api.events("FailedScheduling")) == len(names)
+    assert all(
+        e["note"].startswith('Binding rejected: running Bind plugin "DefaultBinder": ')
+        for e in api.events("FailedScheduling")
+    )

@@ -109,6 +109,8 @@ def test_harmonic_run_process_spreads_them_too(api: ApiServerDouble, tmp_path: P
     config.write_text(
         json.dumps(
             {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
                 **PROFILE,
                 "leaderElection": {"leaderElect": False},
                 "clientConnection": {"kubeconfig": kubeconfig},

@@ -91,3 +91,64 @@ def test_unknown_fields_are_ignored_as_client_go_does(tmp_path):
         (tmp_path / "kc2").write_text(yaml.safe_dump(doc))
         t = Transport(load_client(str(tmp_path / "kc2")))
         assert t.host.startswith("http")
+
+
+def _exec_user(command: str, hint: str | None = None) -> str:
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1", "command": command}
+    if hint is not None:
+        plugin["installHint"] = hint
+    return _with(("users", 0, "user"), {"exec": plugin})
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            _exec_user("kubelogin-nowhere", "Install it: brew install kubelogin"),
+            "users['u'].exec.command: exec: executable kubelogin-nowhere not found: a client-go credential "
+            "plugin that is not installed. Install it: brew install kubelogin",
+        ),
+        (_exec_user("./bin/missing-plugin"), "exec: executable ./bin/missing-plugin not found"),
+        (_exec_user("/nonexistent/plugin"), "exec: executable /nonexistent/plugin not found"),
+    ],
+)
+def test_a_missing_exec_credential_plugin_fails_at_start(text, needle):
+    """The client library would log one line and send every request without credentials (401s)."""
+    with pytest.raises(ClientConfigError) as info:
+        _load(text)
+    assert needle in str(info.value), str(info.value)
+
+
+def test_an_installed_exec_plugin_is_accepted(tmp_path):
+    (tmp_path / "bin").mkdir()
+    plugin = tmp_path / "bin" / "creds"
+    plugin.write_text(
+        '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t"}}\'\n'
+    )
+    plugin.chmod(0o755)
+    for command in ("./bin/creds", str(plugin)):
+        kc = tmp_path / "kubeconfig"
+        kc.write_text(_exec_user(command))
+        load_client(str(kc))
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("echo expired >&2; exit 1", "exec: process returned 1. expired"),
+        (
+            'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}\'',
+            "exec: missing token or clientCertificateData field in plugin output",
+        ),
+    ],
+)
+def test_an_exec_plugin_that_gives_no_credentials_fails_at_start(tmp_path, script, why):
+    """The client library logs one line and carries on unauthenticated; client-go fails the request."""
+    plugin = tmp_path / "creds"
+    plugin.write_text(f"#!/bin/sh\n{script}\n")
+    plugin.chmod(0o755)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(_exec_user(str(plugin)))
+    with pytest.raises(ClientConfigError) as info:
+        load_client(str(kc))
+    assert f"users['u'].exec: the credential plugin {plugin} gave no credentials: {why}" in str(info.value)

@@ -60,7 +60,16 @@ def test_run_refuses_kube_schedulers_own_lease(tmp_path: Path):
 
 def test_run_reports_a_missing_kubeconfig(tmp_path: Path):
     config = tmp_path / "sched.yaml"
-    config.write_text(json.dumps({"leaderElection": {"leaderElect": False}}))
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": "harmonic"}],
+            }
+        )
+    )
     result = CliRunner().invoke(
         main, ["run", "--config", str(config), "--kubeconfig", str(tmp_path / "nope")]
     )
@@ -131,9 +140,12 @@ def test_run_reports_a_missing_topology_file(tmp_path: Path):
     config.write_text(
         json.dumps(
             {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
                 "leaderElection": {"leaderElect": False},
                 "profiles": [
                     {
+                        "schedulerName": "harmonic",
                         "plugins": {"multiPoint": {"enabled": [{"name": "CommunicationAffinity"}]}},
                         "pluginConfig": [
                             {
@@ -151,3 +163,27 @@ def test_run_reports_a_missing_topology_file(tmp_path: Path):
     result = CliRunner().invoke(main, ["run", "--config", str(config)])
     assert result.exit_code == 1
     assert result.output.startswith("error: ") and "gone.json" in result.output
+
+
+def test_run_survives_a_pod_it_cannot_compile(api: ApiServerDouble, tmp_path: Path):
+    """Issue 33: a pod kube-apiserver accepts with a request beyond 64 bits made `harmonic run` exit 1
+    (and again at every restart). Now: a FailedScheduling event, one log line, scheduling goes on."""
+    config = run_config(api, tmp_path, [{"schedulerName": "harmonic"}])
+    api.create("nodes", node("n").obj())
+    api.create("pods", pod("huge").scheduler("harmonic").req(cpu="1e100").obj())
+    proc = harmonic_run(config, "cli", _free_port())
+    try:
+        wait_until(lambda: api.events("FailedScheduling"), timeout=30, what="the FailedScheduling event")
+        api.create("pods", pod("p").scheduler("harmonic").obj())
+        wait_until(lambda: api.pod_placement() == {"default/p": "n"}, timeout=30)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    (event,) = api.events("FailedScheduling")
+    assert event["regarding"]["name"] == "huge"
+    assert "spec.containers[0].resources.requests.cpu" in event["note"]
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [rec["level"] for rec in logs if "default/huge" in json.dumps(rec)] == ["error"]

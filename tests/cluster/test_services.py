@@ -12,8 +12,12 @@ import pytest
 
 from harmonic.api.selectors import IN, LabelSelector, Requirement
 from harmonic.cluster.informer import Backoff
-from harmonic.cluster.services import LiveServices, selector_view
+from harmonic.cluster.services import STORAGE_RESOURCES, LiveServices, selector_view, uses_service
 from harmonic.cluster.transport import Transport
+from harmonic.framework.config import load_config
+from harmonic.framework.events import Action, ClusterEvent, Resource
+from harmonic.framework.services import BATCH, VOLUMES
+from harmonic.plugins.registry import default_registry
 from harmonic.testing.apiserver import ApiServerDouble
 
 from .conftest import wait_until
@@ -31,8 +35,8 @@ def _is(key: str, *values: str) -> Requirement:
 def live_services(transport: Transport) -> Iterator[Callable[[], LiveServices]]:
     made: list[LiveServices] = []
 
-    def make() -> LiveServices:
-        svc = LiveServices(transport, lambda: Backoff(0.02, 0.2))
+    def make(**kwargs: Any) -> LiveServices:
+        svc = LiveServices(transport, lambda: Backoff(0.02, 0.2), **kwargs)
         for inf in svc.informers.values():
             inf.start()
         made.append(svc)
@@ -148,3 +152,112 @@ def test_a_malformed_selector_is_logged_and_not_used(api: ApiServerDouble, live_
 )
 def test_selector_view_never_raises_and_keeps_malformed_specs_for_the_index(raw, view):
     assert selector_view("Service")(raw) == view
+
+
+def test_storage_informers_only_on_request(api: ApiServerDouble, live_services):
+    assert not {r.plural for r in STORAGE_RESOURCES} & set(live_services().informers)
+    svc = live_services(storage=True)
+    assert {r.plural for r in STORAGE_RESOURCES} <= set(svc.informers)
+    assert svc.services[VOLUMES.name] is svc.volumes
+
+
+def test_volumes_follow_the_storage_objects_with_the_servers_resource_versions(
+    api: ApiServerDouble, live_services
+):
+    """The issue-34 bug: the live adapters had no storage informers, so VolumeBinding found no claim."""
+    claim = {"metadata": {"name": "claim1", "namespace": "shop"}, "spec": {"volumeName": "pv1"}}
+    stored = api.create("persistentvolumeclaims", claim)
+    api.create("storageclasses", {"metadata": {"name": "fast"}, "provisioner": "csi.example.com"})
+    svc = live_services(storage=True)
+    assert svc.volumes is not None
+    seen: list[tuple[ClusterEvent, Any, Any]] = []
+    svc.volumes.subscribe(lambda event, old, new: seen.append((event, old, new)))
+    got = svc.volumes.pvc("shop", "claim1")
+    assert got is not None and got.volume_name == "pv1"
+    assert got.resource_version == stored["metadata"]["resourceVersion"]  # PreBind writes it back
+    assert svc.volumes.storage_class("fast") is not None
+    pv = {"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "hostPath": {"path": "/x"}}}
+    api.create("persistentvolumes", pv)
+    wait_until(lambda: svc.volumes is not None and svc.volumes.pv("pv1") is not None, what="the PV")
+    api.delete("persistentvolumeclaims", "claim1", "shop")
+    wait_until(lambda: svc.volumes is not None and svc.volumes.pvc("shop", "claim1") is None, what="deletion")
+    events = [(e.resource, e.action) for e, _, _ in seen]
+    assert events == [
+        (Resource.PERSISTENT_VOLUME, Action.ADD),
+        (Resource.PERSISTENT_VOLUME_CLAIM, Action.DELETE),
+    ]
+
+
+def test_a_malformed_storage_object_is_logged_and_absent(api: ApiServerDouble, live_services, caplog):
+    api.create(
+        "persistentvolumeclaims",
+        {"metadata": {"name": "bad", "namespace": "shop"}, "spec": {"accessModes": 7}},
+    )
+    with caplog.at_level(logging.WARNING):
+        svc = live_services(storage=True)
+    assert svc.volumes is not None and svc.volumes.pvc("shop", "bad") is None
+    assert "ignoring PersistentVolumeClaim" in caplog.text
+
+
+def _profile(**plugins: Any) -> Any:
+    doc = (
+        {"profiles": [{"schedulerName": "s", "plugins": plugins}]}
+        if plugins
+        else {"profiles": [{"schedulerName": "s"}]}
+    )
+    return load_config(doc, default_registry(), source="<test>")
+
+
+ALL_VOLUME_PLUGINS = [
+    {"name": n} for n in ("VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits")
+]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "key", "expected"),
+    [
+        ({}, VOLUMES, True),  # kube-scheduler's default profile runs the four volume plugins
+        ({"multiPoint": {"disabled": ALL_VOLUME_PLUGINS}}, VOLUMES, False),
+        ({"multiPoint": {"disabled": ALL_VOLUME_PLUGINS[1:]}}, VOLUMES, True),  # VolumeBinding alone
+        ({}, BATCH, False),
+        ({"permit": {"enabled": [{"name": "Coscheduling"}]}}, BATCH, True),
+    ],
+)
+def test_uses_service_reads_the_plugins_needs(plugins, key, expected):
+    assert uses_service(_profile(**plugins), default_registry(), key) is expected
+
+
+def test_a_malformed_budget_or_quota_is_one_warning_however_often_it_is_read(caplog):
+    from harmonic.api.batch import BatchObjects
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore, batch_feed
+
+    bad = {**_obj("b", {}, resourceVersion="3"), "status": {"disruptionsAllowed": "1"}}
+    good = _obj("g", {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}, resourceVersion="4")
+    budgets = DisruptionBudgets(ManifestStore([bad, good]))
+    quota = {"metadata": {"name": "q", "namespace": "shop"}, "spec": {"min": {"cpu": "-1"}}}
+    feed = batch_feed(BatchObjects(), "ElasticQuota")
+    with caplog.at_level(logging.WARNING):
+        for i in range(3):  # a read per preemption; an update per status change
+            assert [b.name for b in budgets()] == ["g"]
+            feed(quota, {**quota, "metadata": {**quota["metadata"], "resourceVersion": str(i)}})
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert "shop/b" in lines[0] and "spec.min.cpu" in lines[1]
+
+
+def test_budgets_are_read_again_only_when_the_informer_moved_on() -> None:
+    from harmonic.cluster.services import DisruptionBudgets, ManifestStore
+
+    class Informed(ManifestStore):
+        resource_version, lists = "5", 1
+
+    store = Informed([_obj("a", {"minAvailable": 1, "selector": {}}, resourceVersion="5")])
+    budgets = DisruptionBudgets(store)
+    assert [b.name for b in budgets()] == ["a"]
+    store.apply(_obj("b", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    assert [b.name for b in budgets()] == ["a"]  # the informer has not reported version 6 yet
+    store.resource_version = "6"
+    assert sorted(b.name for b in budgets()) == ["a", "b"]
+    store.apply(_obj("c", {"minAvailable": 1, "selector": {}}, resourceVersion="6"))
+    store.lists = 2  # a relist that came back at a version seen before
+    assert sorted(b.name for b in budgets()) == ["a", "b", "c"]

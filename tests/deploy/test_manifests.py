@@ -24,11 +24,13 @@ from harmonic.cluster.permissions import (
     request_attributes,
     scheduler_permissions,
 )
+from harmonic.cluster.services import uses_service
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.extender.engine import Extender
 from harmonic.extender.live import LiveCluster
 from harmonic.extender.server import DEFAULT_PREFIX, VERBS
 from harmonic.framework.config import SchedulerConfiguration, load_config
+from harmonic.framework.services import VOLUMES
 from harmonic.plugins.registry import default_registry
 from harmonic.testing import node, pod
 from harmonic.testing.apiserver import ApiServerDouble
@@ -190,7 +192,7 @@ def _record_extender_calls(config: SchedulerConfiguration, tmp: Path) -> set[tup
         api.create("nodes", node("n1").obj())
         web = api.create("pods", pod("web").obj())
         transport = Transport(load_client(str(api.kubeconfig(tmp / "kubeconfig"))), qps=-1, burst=100)
-        live = LiveCluster(transport)
+        live = LiveCluster(transport, storage=uses_service(config, default_registry(), VOLUMES))
         ext = Extender(
             config, default_registry(), cache=live.cache, client=live.client, services=live.services
         )
@@ -239,6 +241,8 @@ def test_rbac_allows_the_calls_each_mode_makes(rendered, recorded_calls):
     informed = (
         *("nodes", "pods", "namespaces", "poddisruptionbudgets"),
         *("services", "replicationcontrollers", "replicasets", "statefulsets"),  # default spreading
+        *("persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes"),  # volume plugins
+        *("csidrivers", "csistoragecapacities", "volumeattachments"),
     )
     expected = {(v, r) for v in ("list", "watch") for r in informed}
     expected.add(("create", "pods/binding"))

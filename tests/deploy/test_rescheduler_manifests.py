@@ -14,10 +14,13 @@ import yaml
 
 from harmonic.cli import main as cli
 from harmonic.cluster.events import EventRecorder
+from harmonic.cluster.informer import wait_for_sync
 from harmonic.cluster.leader import LeaderElector
 from harmonic.cluster.permissions import allows, rbac_rules, request_attributes
+from harmonic.cluster.services import StorageInformers
 from harmonic.cluster.transport import Transport, load_client
 from harmonic.framework.config import LeaderElection, load_config
+from harmonic.framework.services import VOLUMES
 from harmonic.plugins.registry import default_registry
 from harmonic.rescheduler.cache import ClusterCache
 from harmonic.rescheduler.live import LiveRescheduler
@@ -110,6 +113,10 @@ def test_rbac_allows_the_calls_the_rescheduler_makes(tmp_path):
         cache = ClusterCache(transport)
         cache.start()
         assert cache.wait_for_sync(10)
+        storage = StorageInformers(transport)  # as `harmonic reschedule` starts them for the default profile
+        for inf in storage.informers.values():
+            inf.start()
+        assert wait_for_sync(storage.informers, 10)
         # The metrics-server reads of metricsProviders: [{source: KubernetesMetrics}].
         metrics = connect(
             MetricsProvidersConfig(metrics_collector={"enabled": True}),
@@ -125,10 +132,13 @@ def test_rbac_allows_the_calls_the_rescheduler_makes(tmp_path):
             events=events,
             leader=leader,
             cache=cache,
+            services={VOLUMES.name: storage.volumes},
         )
         report = lr.cycle()
         assert report.evicted and report.nominated
         cache.stop()
+        for inf in storage.informers.values():
+            inf.stop()
         wait_until(
             lambda: (
                 api.stats().requests["create events"] + api.stats().requests["create events.k8s.io/events"]
@@ -158,6 +168,11 @@ def test_rbac_allows_the_calls_the_rescheduler_makes(tmp_path):
         ("create", "pods/eviction"),
         ("patch", "pods/status"),
         ("create", "leases"),
+        *{
+            (v, r)
+            for v in ("list", "watch")
+            for r in ("persistentvolumeclaims", "csinodes", "storageclasses")
+        },
     }
     for method, url in [
         ("DELETE", "/api/v1/namespaces/shop/pods/web-1"),

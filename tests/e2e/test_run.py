@@ -8,7 +8,7 @@ from typing import Any
 
 from harmonic.testing.kube import KubeClient
 
-from .harmonic import HarmonicInstall, wait_for
+from .install import HarmonicInstall, wait_for
 
 
 def _pod(name: str, scheduler: str, cpu: str) -> dict[str, Any]:

@@ -89,3 +89,15 @@ def test_events_from_many_threads_all_land():
         t.join()
     assert requested_cpu(cache, "a") == 800
     assert cache.cache.num_pods == 800
+
+
+def test_an_object_that_cannot_be_compiled_is_one_error_line_however_often_it_comes(caplog):
+    cache = ClusterCache()
+    bad_node = {"metadata": {"name": "x"}, "status": {"allocatable": {"cpu": "1e100"}}}
+    bad_pod = pod("p").req(cpu="-1").obj()
+    for i in range(3):  # status updates and resyncs
+        cache.on_node(bad_node, {**bad_node, "metadata": {"name": "x", "resourceVersion": str(i)}})
+        cache.on_pod(bad_pod, bad_pod)
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 2
+    assert "Node x: status.allocatable.cpu" in errors[0] and "Pod default/p: spec.containers" in errors[1]

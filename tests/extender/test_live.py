@@ -362,3 +362,16 @@ def test_an_unloadable_kubeconfig_is_one_clear_error(tmp_path: Path):
     r = CliRunner().invoke(main, ["extender", "--port", "0", "--kubeconfig", str(tmp_path / "nope")])
     assert r.exit_code == 1
     assert r.output.startswith(f"error: cannot load cluster configuration from {tmp_path / 'nope'}")
+
+
+def test_not_ready_while_an_informer_cannot_list_or_watch(api, connect, serve):
+    """After the first sync: refused lists and watches make /readyz 503 until they work again."""
+    _nodes(api, "n1")
+    live = connect()
+    client = _serve_live(serve, live)
+    wait_until(lambda: client.raw("GET", "/readyz")[0] == 200, what="readiness")
+    api.inject(status=403, method="GET", path=r"^/api/v1/nodes$")
+    api.drop_watches("nodes")
+    wait_until(lambda: client.raw("GET", "/readyz")[0] == 503, what="/readyz failing")
+    api.clear_faults()
+    wait_until(lambda: client.raw("GET", "/readyz")[0] == 200, what="readiness again")

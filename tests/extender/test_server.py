@@ -245,12 +245,42 @@ def test_malformed_bodies_get_400_naming_the_field(serve, verb, body, needle):
     assert needle in result["Error"], result["Error"]
 
 
-def test_malformed_node_in_list_is_400_naming_the_node(serve):
+@pytest.mark.parametrize(
+    ("cpu", "why"),
+    [("four", "is not a quantity"), ("-4", "must be greater than or equal to 0"), ("1e100", "too large")],
+)
+def test_a_node_that_cannot_be_read_is_left_out_with_one_error_line(serve, caplog, cpu, why):
+    """Issue 33: one such node (kube-apiserver accepts 1e100) made every filter call a 400, so every pod
+    failed; a negative one gave prioritize a 500. Now the node is refused, named, and the rest answered."""
     args = fixture("filter-nodes.json")
-    args["Nodes"]["items"][1]["status"]["allocatable"]["cpu"] = "four"
-    status, result = serve(config=CONFIG).post("filter", args)
-    assert status == 400
-    assert "Nodes.items[1]" in result["Error"] and "allocatable" in result["Error"]
+    args["Nodes"]["items"][1]["status"]["allocatable"]["cpu"] = cpu
+    client = serve(config=CONFIG)
+    with caplog.at_level("ERROR"):
+        for _ in range(2):
+            status, result = client.post("filter", args)
+            assert status == 200, result
+            status, scores = client.post("prioritize", args)
+            assert status == 200, scores
+    passed = [n["metadata"]["name"] for n in result["Nodes"]["items"]]
+    assert N2 not in passed and N1 in passed
+    assert "status.allocatable.cpu" in result["FailedAndUnresolvableNodes"][N2]
+    assert why in result["FailedAndUnresolvableNodes"][N2]
+    assert {s["Host"]: s["Score"] for s in scores}[N2] == 0
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(lines) == 1 and N2 in lines[0] and "status.allocatable.cpu" in lines[0]
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+@pytest.mark.parametrize("request_", [{"cpu": "-1"}, {"memory": "-10Gi"}, {"cpu": "1e100"}])
+def test_a_pod_with_amounts_kube_apiserver_refuses_or_cannot_fit_is_400(serve, verb, request_):
+    """Issue 33: negative requests gave "invalid score 104" and a 500 from prioritize
+    (NodeResourcesBalancedAllocation returns an invalid score -10737418165)."""
+    args = fixture("filter-nodes.json")
+    args["Pod"]["spec"]["containers"][0]["resources"]["requests"].update(request_)
+    status, result = serve(config=CONFIG).post(verb, args)
+    assert status == 400, result
+    (name,) = request_
+    assert f"spec.containers[0].resources.requests.{name}" in result["Error"]
 
 
 def test_keys_match_case_insensitively_like_go(serve):
@@ -377,3 +407,33 @@ def test_mutual_tls_admits_only_clients_of_the_ca(pki):
         with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
             stranger.post("filter", fixture("filter-nodes.json"))
         stranger.close()
+
+
+@pytest.mark.parametrize("plugin", ["NodeResourcesBalancedAllocation", "NodeResourcesFit"])
+def test_prioritize_a_pod_asking_for_nearly_2_to_the_63_on_busy_nodes_is_in_range(serve, plugin):
+    """Found by the live fuzzer: such a request plus what a node already runs left int64 and
+    BalancedAllocation scored -461168601842638 (HTTP 500). kube-apiserver accepts the request."""
+    hog = fixture("victim-pod.json")
+    hog["spec"]["nodeName"] = N1
+    cache, _ = synced_cache(hog)
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "PrioritySort"}, {"name": plugin}, {"name": "DefaultBinder"}],
+                        "disabled": [{"name": "*"}],
+                    }
+                },
+            }
+        ]
+    }
+    args = fixture("filter-nodenames.json")
+    args["Pod"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "cpu": "9223372036854775",
+        "memory": "9223372036854775807",
+    }
+    status, scores = serve(config=config, cache=cache).post("prioritize", args)
+    assert status == 200, scores
+    assert all(0 <= s["Score"] <= 10 for s in scores)

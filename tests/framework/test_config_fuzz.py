@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = default_registry()
 
 RICH: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "harmonic-scheduler.yaml").read_text())
+RICH["profiles"].insert(0, {"schedulerName": "default-scheduler"})
 RICH["percentageOfNodesToScore"] = 50
 RICH["leaderElection"] = {"leaderElect": True, "leaseDuration": "15s", "resourceName": "harmonic"}
 RICH["clientConnection"] = {"qps": 50, "burst": 100}

@@ -79,7 +79,7 @@ def _run(site: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
 def test_an_installed_entry_point_plugin_is_named_in_a_config_and_decides(site: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(CONFIG)
-    checked = _run(site, "-m", "harmonic", "config", "check", str(cfg))
+    checked = _run(site, "-m", "harmonic", "config", "check", "--for", "extender", str(cfg))
     assert checked.returncode == 0, checked.stderr
     scheduled = _run(site, "-c", SCHEDULE, str(cfg))
     assert scheduled.returncode == 0, scheduled.stderr
@@ -89,7 +89,7 @@ def test_an_installed_entry_point_plugin_is_named_in_a_config_and_decides(site: 
 def test_without_the_distribution_the_name_is_an_unknown_plugin(tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(CONFIG)
-    checked = _run(None, "-m", "harmonic", "config", "check", str(cfg))
+    checked = _run(None, "-m", "harmonic", "config", "check", "--for", "extender", str(cfg))
     assert checked.returncode == 1
     assert "PreferNodeA" in checked.stderr + checked.stdout
     assert "Traceback" not in checked.stderr

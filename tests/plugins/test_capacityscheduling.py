@@ -244,3 +244,38 @@ def test_post_filter_upstream_status_objects() -> None:
 )
 def test_pod_eligible_to_preempt_others() -> None:
     raise AssertionError
+
+
+def test_a_cloned_quota_snapshot_copies_a_quota_only_when_it_changes_and_each_side_keeps_its_own() -> None:
+    """Preemption clones the cycle state per node; cloning every quota each time made an attempt cost
+    nodes x quotas (the live fuzzer's 574 ElasticQuotas: seconds per pod, scheduling all but stopped)."""
+    original = _QuotaSnapshot(QuotaInfos({f"ns{i}": _q(f"ns{i}", 10, 20, 5) for i in range(3)}))
+    copy = original.clone()
+    assert all(copy.infos[ns] is original.infos[ns] for ns in original.infos)  # shared, not copied
+    written = copy.writable("ns1")
+    assert written is not None
+    written.add_pod("p", {"memory": 1})
+    assert (copy.infos["ns1"].used, original.infos["ns1"].used) == ({"memory": 6}, {"memory": 5})
+    assert copy.infos["ns0"] is original.infos["ns0"]
+    mine = original.writable("ns0")
+    assert mine is not None
+    mine.remove_pod("absent", {"memory": 1})
+    mine.used["memory"] = 1
+    assert copy.infos["ns0"].used == {"memory": 5}
+    assert copy.writable("nope") is None
+
+
+def test_pre_filter_copies_no_quota_and_later_changes_stay_out_of_the_cycles_copy() -> None:
+    """PreFilter copied every namespace's quota per attempt; now it shares them, and a change to the
+    live quotas (Reserve of the next pod) copies the one it changes."""
+    _, pl = harness("CapacityScheduling")
+    pl.infos = QuotaInfos({f"ns{i}": _q(f"ns{i}", 1000, 2000, 0) for i in range(200)})
+    state = CycleState()
+    pod1 = parse_pod(_p("p1", "ns1", 10))
+    pl.pre_filter(state, pod1, pl.handle.snapshot)
+    cycle = state.get(SNAPSHOT_KEY)
+    assert isinstance(cycle, _QuotaSnapshot)
+    assert all(cycle.infos[ns] is pl.infos[ns] for ns in pl.infos)
+    pl.reserve(CycleState(), pod1, "node")
+    assert (pl.infos["ns1"].used, cycle.infos["ns1"].used) == ({"memory": 10}, {"memory": 0})
+    assert cycle.infos["ns2"] is pl.infos["ns2"]

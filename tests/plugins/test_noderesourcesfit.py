@@ -168,3 +168,37 @@ NODE_HINTS = [
 @pytest.mark.parametrize(("name", "old", "new", "want"), NODE_HINTS, ids=[h[0] for h in NODE_HINTS])
 def test_node_change_hint(name: str, old: Any, new: Any, want: Hint) -> None:
     assert hint_node_change(POD, old, new) == want
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        {"type": "LeastAllocated"},
+        {"type": "MostAllocated"},
+        {
+            "type": "RequestedToCapacityRatio",
+            "requestedToCapacityRatio": {
+                "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+            },
+        },
+    ],
+)
+def test_capacity_near_the_64_bit_limit_scores_in_range(strategy: dict[str, Any]) -> None:
+    """Issue 33 (found by the live fuzzer): a node whose allocatable is near 2^63 overflowed
+    ``amount * 100`` and scored -1, failing every pod ("returns an invalid score -1") on every node."""
+    from harmonic.testing.harness import Harness
+
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}],
+            }
+        ]
+    }
+    h = Harness(config)
+    huge = node("huge").cap(cpu="9223372036854775", memory="9223372036854775807").obj()
+    h.add_nodes([huge, node("small").cap(cpu="2", memory="4Gi").obj()])
+    h.add_pods([pod(f"p{i}").req(cpu="1", memory="1Gi").obj() for i in range(3)])
+    h.schedule()
+    assert len(h.placement()) == 3, [h.failure(f"p{i}") for i in range(3)]

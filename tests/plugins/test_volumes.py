@@ -22,7 +22,8 @@ DISK = {"code": "Unschedulable", "reasons": ["node(s) had no available disk"]}
 RWOP = {
     "code": "Unschedulable",
     "reasons": [
-        "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+        # kube-scheduler 1.36's message, as the real binary reports it (tests/e2e/test_volumes.py)
+        "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
     ],
 }
 MAX = {"code": "Unschedulable", "reasons": ["node(s) exceed max volume count"]}

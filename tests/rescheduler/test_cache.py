@@ -5,6 +5,7 @@ request; changes reach the next cycle through the watch, evictions included."""
 from __future__ import annotations
 
 from harmonic.cluster.informer import Backoff
+from harmonic.cluster.services import STORAGE_RESOURCES
 from harmonic.rescheduler.cache import RESOURCES, ClusterCache
 from tests.cluster.conftest import wait_until
 from tests.rescheduler.test_live import TAINTS, live, load, tainted
@@ -123,4 +124,5 @@ def test_cli_loop_reads_the_cache(api, tmp_path):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err.decode()[-2000:]
     listed = {k: v for k, v in reads(api).items() if k.startswith("list ")}
-    assert listed == dict.fromkeys(LISTED, 1)
+    # The cache's kinds, and the storage objects the default profile's volume plugins read.
+    assert listed == dict.fromkeys(LISTED | {f"list {_id(r)}" for r in STORAGE_RESOURCES}, 1)

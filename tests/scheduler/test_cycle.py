@@ -237,7 +237,7 @@ def test_binding_error_backs_off_with_scheduler_error_and_frees_the_room():
     h.cluster.refuse_binding["a"] = "etcd is on fire"
     h.add_pods([pod("p").req(cpu="1").obj()])
     h.schedule()
-    assert h.failure("p") == 'running Bind plugin "DefaultBinder": etcd is on fire'
+    assert h.failure("p") == 'Binding rejected: running Bind plugin "DefaultBinder": etcd is on fire'
     assert h.condition("p")["reason"] == "SchedulerError"  # type: ignore[index]
     assert tp.LOG == ["reserve p a", "unreserve p a"]
     assert h.scheduler.cache.num_pods == 0

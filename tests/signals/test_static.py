@@ -31,6 +31,16 @@ def test_topology_source_scales_calls_by_user_rate(tmp_path):
             {"services": [{"name": "a"}, {"name": "b"}], "edges": [{"src": "a", "dst": "b", "weight": -1}]},
             "edges[0].weight",
         ),
+        *(
+            (
+                {
+                    "services": [{"name": "a"}, {"name": "b"}],
+                    "edges": [{"src": "a", "dst": "b", "weight": w}],
+                },
+                "edges[0].weight",
+            )
+            for w in (1e30, float("inf"), float("nan"))
+        ),
     ],
 )
 def test_bad_topologies_name_the_field(tmp_path, doc, field):
@@ -82,3 +92,10 @@ def test_appgroup_errors_name_the_field(tmp_path):
     f.write_text(APPGROUP.replace("minBandwidth: 100Mi", "minBandwidth: lots"))
     with pytest.raises(ObjectError, match=r"spec.workloads\[0\].dependencies\[0\].minBandwidth"):
         AppGroupSource.from_file(f)
+
+
+@pytest.mark.parametrize("rate", [1e15, float("inf"), float("nan"), -1.0])
+def test_a_user_rate_out_of_bounds_is_refused(rate):
+    doc = {"services": [{"name": "a"}, {"name": "b"}], "edges": [{"src": "a", "dst": "b", "weight": 1}]}
+    with pytest.raises(ValueError, match="user actions per second"):
+        TopologySource(doc, user_rate=rate)

@@ -182,6 +182,26 @@ BAD = {
         dict(scenario(), cluster={"nodePools": [{"name": "p", "count": 1, "allocatable": {"cpu": "x"}}]}),
         r"cluster.nodePools\[0\].status.allocatable.cpu",
     ),
+    # Issue 33: negative amounts were accepted (memory allocation mean -4.2%, scores out of range).
+    "negative request in a template": (
+        scenario([objects(deployment("web", 1, memory="-1Gi"))]),
+        r"\(Deployment default/web\): spec.template.spec.containers\[0\].resources.requests.memory: "
+        r"'-1Gi': must be greater than or equal to 0",
+    ),
+    "negative request in a pod": (
+        scenario([objects({**_pod(), "spec": {"containers": [container(cpu="-500m")]}})]),
+        r"spec.containers\[0\].resources.requests.cpu: '-500m': must be greater than or equal to 0",
+    ),
+    "negative node pool allocatable": (
+        dict(scenario(), cluster={"nodePools": [{"name": "p", "count": 1, "allocatable": {"cpu": "-4"}}]}),
+        r"cluster.nodePools\[0\].status.allocatable.cpu: '-4': must be greater than or equal to 0",
+    ),
+    "node pool allocatable beyond int64": (
+        dict(
+            scenario(), cluster={"nodePools": [{"name": "p", "count": 1, "allocatable": {"memory": "1e19"}}]}
+        ),
+        r"cluster.nodePools\[0\].status.allocatable.memory: '1e19' is too large",
+    ),
     "poisson without rate": (
         scenario([{"type": "arrivals", "name": "a", "template": _pod(), "end": 10}]),
         r"workloads\[0\]: a poisson process needs 'rate'",

@@ -145,3 +145,16 @@ def test_bad_arrival_csv(tmp_path):
     (tmp_path / "b.csv").write_text("time,cpu\n1,lots\n")
     with pytest.raises(ScenarioError, match=r"b.csv:2: cpu: "):
         plan_of(scenario([_arrivals(process="trace", trace="b.csv")]), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("1,-1", r"c.csv:2: cpu: '-1': must be greater than or equal to 0"),
+        ("1,1e100", r"c.csv:2: cpu: '1e100' is too large"),
+    ],
+)
+def test_arrival_csv_amounts_a_pod_cannot_have_are_refused_at_load(tmp_path, row, message):
+    (tmp_path / "c.csv").write_text(f"time,cpu\n{row}\n")
+    with pytest.raises(ScenarioError, match=message):
+        plan_of(scenario([_arrivals(process="trace", trace="c.csv")]), tmp_path)

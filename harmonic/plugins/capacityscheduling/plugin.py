@@ -75,13 +75,37 @@ class _PreFilterState:
 
 
 class _QuotaSnapshot:
-    __slots__ = ("infos",)
+    """Quotas by namespace, copied on write: the plugin's live quotas and each cycle's copy of them.
+    Preemption clones the cycle state once per node, and a copy of every namespace's quota each time
+    made an attempt cost nodes x quotas (seconds per pod with a few hundred ElasticQuotas, which anyone
+    allowed to create them could do); PreFilter's copy cost quotas per attempt."""
 
-    def __init__(self, infos: QuotaInfos) -> None:
+    __slots__ = ("_owned", "infos")
+
+    def __init__(self, infos: QuotaInfos, owned: set[str] | None = None) -> None:
         self.infos = infos
+        #: Namespaces whose QuotaInfo this snapshot may change in place (None: all of them).
+        self._owned = owned
 
     def clone(self) -> _QuotaSnapshot:
-        return _QuotaSnapshot(self.infos.clone())
+        # Both sides now share every QuotaInfo; each copies one before its first change.
+        self._owned = set()
+        return _QuotaSnapshot(QuotaInfos(self.infos), set())
+
+    def writable(self, namespace: str) -> QuotaInfo | None:
+        """The namespace's QuotaInfo, this snapshot's own to change (None: no quota there)."""
+        info = self.infos.get(namespace)
+        if info is None or self._owned is None or namespace in self._owned:
+            return info
+        info = self.infos[namespace] = info.clone()
+        self._owned.add(namespace)
+        return info
+
+    def put(self, namespace: str, info: QuotaInfo) -> None:
+        """Set a namespace's QuotaInfo (a new object, this snapshot's own)."""
+        self.infos[namespace] = info
+        if self._owned is not None:
+            self._owned.add(namespace)
 
 
 class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
@@ -92,9 +116,9 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self.batch: BatchObjects = handle.service(BATCH)
-        self._infos = QuotaInfos()
+        self._live = _QuotaSnapshot(QuotaInfos())
         for eq in list(self.batch.quotas.values()):
-            self._infos[eq.namespace] = QuotaInfo.of(eq)
+            self._live.put(eq.namespace, QuotaInfo.of(eq))
         #: Quota changes from informer threads, applied on the scheduling thread before the next use.
         self._changes: deque[tuple[Any, Any]] = deque()
         self.batch.listen(self._on_batch)
@@ -110,23 +134,30 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
 
     @property
     def infos(self) -> QuotaInfos:
-        """The quotas by namespace, with every change reported so far applied."""
+        """The quotas by namespace, with every change reported so far applied (to read only: changes
+        go through ``_writable``, as cycles may share the QuotaInfo objects)."""
+        live = self._live
         while self._changes:
             old, new = self._changes.popleft()
             if new is None:
-                self._infos.pop(old.namespace, None)
+                live.infos.pop(old.namespace, None)
                 continue
             eq: ElasticQuota = new
             info = QuotaInfo.of(eq)
-            prev = self._infos.get(eq.namespace)
+            prev = live.infos.get(eq.namespace)
             if prev is not None:
-                info.used, info.pods = prev.used, prev.pods
-            self._infos[eq.namespace] = info
-        return self._infos
+                info.used, info.pods = dict(prev.used), set(prev.pods)
+            live.put(eq.namespace, info)
+        return live.infos
 
     @infos.setter
     def infos(self, value: QuotaInfos) -> None:
-        self._infos = value
+        self._live = _QuotaSnapshot(value)
+
+    def _writable(self, namespace: str) -> QuotaInfo | None:
+        """The live QuotaInfo of a namespace, safe to change (None: no quota there)."""
+        self.infos  # noqa: B018 - applies the pending quota changes first
+        return self._live.writable(namespace)
 
     def _on_pod(self, old: Pod | None, new: Pod | None) -> None:
         was = old is not None and bool(old.node_name)
@@ -138,20 +169,21 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
                 info.add_pod(new.uid, new.requests)
         elif was and not now:
             assert old is not None
-            info = self.infos.get(old.namespace)
+            info = self._writable(old.namespace)
             if info is not None:
                 info.remove_pod(old.uid, old.requests)
         elif was and now and new is not None and new.phase not in ("Running", "Pending", ""):
-            info = self.infos.get(new.namespace)
+            info = self._writable(new.namespace)
             if info is not None:
                 info.remove_pod(new.uid, new.requests)
 
     def _info_for(self, namespace: str) -> QuotaInfo | None:
-        info = self.infos.get(namespace)
+        info = self._writable(namespace)
         if info is None:
             eq = self.batch.quotas.get(namespace)
             if eq is not None:
-                info = self.infos[namespace] = QuotaInfo.of(eq)
+                info = QuotaInfo.of(eq)
+                self._live.put(namespace, info)
         return info
 
     def events_to_register(self) -> Sequence[EventWithHint]:
@@ -164,8 +196,10 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
     def pre_filter(
         self, state: CycleState, pod: Pod, snap: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
-        infos = self.infos.clone()
-        state.write(SNAPSHOT_KEY, _QuotaSnapshot(infos))
+        self.infos  # noqa: B018 - applies the pending quota changes first
+        quotas = self._live.clone()
+        state.write(SNAPSHOT_KEY, quotas)
+        infos = quotas.infos
         pod_req = dict(pod.requests)
         eq = infos.get(pod.namespace)
         if eq is None:
@@ -216,13 +250,13 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
 
     # ------------------------------------------------------------------ Reserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        info = self.infos.get(pod.namespace)
+        info = self._writable(pod.namespace)
         if info is not None:
             info.add_pod(pod.uid, pod.requests)
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        info = self.infos.get(pod.namespace)
+        info = self._writable(pod.namespace)
         if info is not None:
             info.remove_pod(pod.uid, pod.requests)
 
@@ -289,7 +323,8 @@ class CapacityScheduling(PreFilterPlugin, PostFilterPlugin, ReservePlugin):
         snap: Snapshot = self.handle.snapshot
         runner = self.handle.runner
         infos = quota.infos
-        mine = infos.get(pod.namespace)
+        # This node's own copy: the victims taken out below change it, and it is read after each.
+        mine = quota.writable(pod.namespace)
         one = np.asarray([slot], dtype=np.int64)
         pods = sorted(snap.pods_on(slot), key=importance_key, reverse=True)
         potential: list[Pod] = []
@@ -366,7 +401,7 @@ def _in_snapshot(
     snap = _snapshot_state(state)
     if snap is None:
         return Status(Code.ERROR, f'error reading "{SNAPSHOT_KEY}" from cycleState: not found')
-    info = snap.infos.get(pod.namespace)
+    info = snap.writable(pod.namespace)
     if info is not None:
         op(info, pod.uid, pod.requests)
     return None

@@ -86,9 +86,6 @@ class QuotaInfo:
 class QuotaInfos(dict[str, QuotaInfo]):
     """Quotas by namespace (ElasticQuotaInfos)."""
 
-    def clone(self) -> QuotaInfos:
-        return QuotaInfos({ns: q.clone() for ns, q in self.items()})
-
     def aggregated_used_over_min_with(self, request: Mapping[str, int]) -> bool:
         used: Resources = {}
         lo: Resources = {}

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from harmonic.signals.feedback.observation import GOALS, BadValue, Goal, check_value
-from harmonic.signals.metrics import TELEMETRY_SKIPPED_SERIES, TELEMETRY_UP
-from harmonic.signals.prometheus import count_no_signal, instant_query, prometheus_client, series_value
+from harmonic.signals.metrics import TELEMETRY_SKIPPED_SERIES
+from harmonic.signals.prometheus import count_no_signal, count_signal, series_value
+from harmonic.signals.promquery import PrometheusClient, QueryLimits
 from harmonic.signals.telemetry import EMPTY
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,11 @@ class FlourishSource:
     name: str = "prometheus/flourish"
     #: How requests reach the server (default: the network); the simulator answers them itself.
     transport: httpx.BaseTransport | None = None
+    #: The query deadline and body limit (default: the process's, ``QueryLimits.from_env``).
+    limits: QueryLimits | None = None
 
     def __post_init__(self) -> None:
-        self._client = prometheus_client(self.url, self.timeout, self.headers, self.transport)
+        self._client = PrometheusClient(self.url, self.timeout, self.headers, self.transport, self.limits)
         #: Per query, reads in a row that gave no signal.
         self._silent: dict[str, int] = {}
 
@@ -97,7 +100,7 @@ class FlourishSource:
 
     def read(self, query: str) -> list[Report] | str:
         """The reports the query returns, or why there is no signal."""
-        result = instant_query(self._client, query)
+        result = self._client.query(query)
         if isinstance(result, str):
             return self._fail(query, result)
         out: list[Report] = []
@@ -120,7 +123,7 @@ class FlourishSource:
         if not out:
             return self._fail(query, EMPTY if not skipped else f"no usable series ({len(skipped)} skipped)")
         self._silent.pop(query, None)
-        TELEMETRY_UP.labels(self.name).set(1)
+        count_signal(self.name)
         return out
 
     def _fail(self, query: str, reason: str) -> str:

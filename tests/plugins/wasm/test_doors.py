@@ -100,7 +100,7 @@ def test_config_check_lists_guests_and_their_extension_points(
             }
         )
     )
-    r = CliRunner().invoke(main, ["config", "check", str(config)])
+    r = CliRunner().invoke(main, ["config", "check", "--for", "extender", str(config)])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == f"{config}: valid, profiles: default-scheduler"
@@ -119,7 +119,13 @@ def test_config_check_names_a_bad_guest(tmp_path: Path) -> None:
     bad = tmp_path / "bad.wasm"
     bad.write_bytes(b"\0asm\x01\0\0\0garbage")
     config.write_text(
-        json.dumps({"profiles": [{"pluginConfig": [{"name": "G", "args": {"guestURL": str(bad)}}]}]})
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"pluginConfig": [{"name": "G", "args": {"guestURL": str(bad)}}]}],
+            }
+        )
     )
     r = CliRunner().invoke(main, ["config", "check", str(config)])
     assert r.exit_code == 1
