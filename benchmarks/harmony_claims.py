@@ -17,8 +17,16 @@ Runs `harmonic simulate SCENARIO --seeds ...` with kube-scheduler's default prof
     nodes in use (mean)                        harmonic / default <= 1.05
     cross-node traffic share (preferZone)      harmonic / default <= 0.4
     cross-zone traffic share (preferZone)      harmonic / default <= 0.2 (difference <= 0 if default is 0)
-    user-request latency p99, per application  harmonic / default <= 0.7
+    user-request latency p99, per application  harmonic / default <= 0.7, under each latency model
     latency-critical slowdown (truth)          harmonic / default <= 0.6
+    batch slowdown (truth, CPU-weighted)       harmonic / default <= 1.05
+
+A p99 gain is claimed only when it holds under both latency models (M/M/1 per replica, and M/M/c per
+service: docs/simulator.md, "Two latency models"); a gain under one model only is not claimed. Each
+scenario's "harm" line lists the rows past issue 35's no-harm bounds (``HARM``: pods and CPU-seconds
+completed below x0.99, nodes in use above x1.02, survivability down by more than 0.01, batch slowdown
+above x1.05, a p99 whose mean ratio is above 1.05 or whose interval is wholly above 1, and the same for
+the latency-critical slowdown when it rises by 0.02 or more).
 
 Every figure is the simulator's ground truth (harmonic/sim/truth), never a plugin's model. The LC
 slowdown is also shown under the truth's perturbed interference (x0.5, x2, mixed). A goal "holds" when
@@ -120,11 +128,19 @@ def _lc_perturbed(variant: str) -> Callable[[Metrics], float | None]:
     return f
 
 
-def _p99(app: str) -> Callable[[Metrics], float | None]:
+def _p99(app: str, key: str = "user_request_latency_ms") -> Callable[[Metrics], float | None]:
     def f(m: Metrics) -> float | None:
-        return (m["user_request_latency_ms"].get(app) or {}).get("p99")
+        return ((m.get(key) or {}).get(app) or {}).get("p99")
 
     return f
+
+
+def _batch(m: Metrics) -> float | None:
+    return (m.get("batch_slowdown_truth") or {}).get("mean")
+
+
+#: The second latency model's p99 (M/M/c per service, docs/simulator.md "Two latency models").
+POOLED = "user_request_latency_ms_pooled"
 
 
 def goals(apps: Sequence[str], variants: Sequence[str]) -> list[Goal]:
@@ -155,7 +171,9 @@ def goals(apps: Sequence[str], variants: Sequence[str]) -> list[Goal]:
         Goal("cross-zone traffic share (ratio)", _cross_zone, "<=", 0.2, True),
     ]
     out += [Goal(f"p99 latency {app} (ratio)", _ratio(_p99(app)), "<=", 0.7) for app in apps]
+    out += [Goal(f"M/M/c p99 latency {app} (ratio)", _ratio(_p99(app, POOLED)), "<=", 0.7) for app in apps]
     out.append(Goal("LC slowdown, truth (ratio)", _ratio(_lc), "<=", 0.6))
+    out.append(Goal("batch slowdown, truth (ratio)", _ratio(_batch), "<=", 1.05))
     out += [Goal(f"LC slowdown, truth {v} (ratio)", _ratio(_lc_perturbed(v)), "<=", 0.6) for v in variants]
     return out
 
@@ -166,7 +184,62 @@ CONTEXT: tuple[tuple[str, Callable[[Metrics, Metrics], float | None]], ...] = (
         "CPU stranded while pods wait (cores, diff)",
         _difference(lambda m: m.get("stranded_cpu_cores_while_pending")),
     ),
+    ("LC slowdown, truth (diff)", _difference(_lc)),
+    ("batch slowdown, truth (diff)", _difference(_batch)),
 )
+
+
+def claimed_p99(rows: Sequence[Mapping[str, Any]], apps: Sequence[str]) -> list[dict[str, Any]]:
+    """Per application, whether its p99 gain is claimed: only when it holds under both latency models
+    (a gain that exists under one model only is not claimed; undecided when either is)."""
+    by_goal = {r["goal"]: r for r in rows}
+    out = []
+    for app in apps:
+        first, second = by_goal[f"p99 latency {app} (ratio)"], by_goal[f"M/M/c p99 latency {app} (ratio)"]
+        verdicts = (first["holds"], second["holds"])
+        holds = None if None in verdicts else all(verdicts)
+        out.append({"application": app, "holds": holds, "means": [first["mean"], second["mean"]]})
+    return out
+
+
+#: Issue 35's no-harm bounds, judged on the rows above: goal -> (kind, bound). "low": harm when the
+#: mean is below the bound; "high": harm when the mean is above it; "ratio": harm when the mean ratio
+#: is above the bound or its interval lies wholly above 1.
+HARM: dict[str, tuple[str, float]] = {
+    "zone-failure survivable share (diff)": ("low", -0.01),
+    "node-failure survivable share (diff)": ("low", -0.01),
+    "pods completed (ratio)": ("low", 0.99),
+    "cpu_seconds_completed (ratio)": ("low", 0.99),
+    "nodes in use, mean (ratio)": ("high", 1.02),
+    "batch slowdown, truth (ratio)": ("high", 1.05),
+}
+#: A latency-critical slowdown rise below this (absolute) is no harm, whatever the ratio.
+LC_RISE_IGNORED = 0.02
+
+
+def harms(result: Mapping[str, Any]) -> list[str]:
+    """The rows where the profile does harm by issue 35's bounds, each with its mean."""
+    out = []
+    context = {c["figure"]: c for c in result.get("context", ())}
+    for r in result["goals"]:
+        goal, mean, ci = r["goal"], r["mean"], r["ci95"]
+        if r.get("unbounded_seeds") and r["relation"] == "<=":
+            out.append(f"{goal}: inf")
+            continue
+        if mean is None:
+            continue
+        above_one = ci is not None and ci[0] is not None and ci[0] > 1
+        if goal in HARM:
+            kind, bound = HARM[goal]
+            if (kind == "low" and mean < bound) or (kind == "high" and mean > bound):
+                out.append(f"{goal}: {mean:.3f}")
+        elif goal.startswith(("p99 latency ", "M/M/c p99 latency ")) and (mean > 1.05 or above_one):
+            out.append(f"{goal}: {mean:.3f}")
+        elif goal == "LC slowdown, truth (ratio)" and (mean > 1.05 or above_one):
+            rise = (context.get("LC slowdown, truth (diff)") or {}).get("mean")
+            if rise is not None and rise >= LC_RISE_IGNORED:
+                out.append(f"{goal}: {mean:.3f} (+{rise:.3f})")
+    return out
 
 
 def judge(doc: Mapping[str, Any], mine: str = MINE) -> dict[str, Any]:
@@ -213,13 +286,16 @@ def judge(doc: Mapping[str, Any], mine: str = MINE) -> dict[str, Any]:
                 "ci95": None if spread is None else [spread.low, spread.high],
             }
         )
-    return {
+    result = {
         "scenario": doc["scenario"],
         "seeds": doc["seeds"],
         "routing": routings,
         "goals": rows,
         "context": context,
+        "p99_claimed": claimed_p99(rows, apps),
     }
+    result["harm"] = harms(result)
+    return result
 
 
 def _fmt(v: float | None) -> str:
@@ -253,6 +329,10 @@ def print_claims(result: Mapping[str, Any]) -> None:
             "-" if c["ci95"] is None or None in c["ci95"] else f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"
         )
         print(f"  {c['figure']:44} {_fmt(c['mean']):>8} {ci:>19}  {'':8}  reported")
+    for p in result.get("p99_claimed", ()):
+        verdict = {True: "claimed", False: "not claimed", None: "undecided"}[p["holds"]]
+        print(f"  p99 gain {p['application']}, both latency models: {verdict}")
+    print("  harm (issue 35's bounds): " + ("; ".join(result.get("harm", ())) or "none"))
 
 
 def markdown_claims(result: Mapping[str, Any]) -> str:
@@ -271,6 +351,62 @@ def markdown_claims(result: Mapping[str, Any]) -> str:
             "" if c["ci95"] is None or None in c["ci95"] else f" [{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}]"
         )
         lines.append(f"| {c['figure']} | {_fmt(c['mean'])}{ci} | — | reported |")
+    for p in result.get("p99_claimed", ()):
+        verdict = {True: "claimed", False: "not claimed", None: "undecided"}[p["holds"]]
+        lines.append(f"| p99 gain {p['application']}, both latency models | — | both <= 0.7 | {verdict} |")
+    lines.append(f"| harm (issue 35's bounds) | {'; '.join(result.get('harm', ())) or 'none'} | — | — |")
+    return "\n".join(lines)
+
+
+#: The columns of ``summary_table``: (heading, goal or context figure; a trailing space takes every
+#: application's row).
+SUMMARY_COLUMNS = (
+    ("pods", "pods completed (ratio)"),
+    ("CPU-s", "cpu_seconds_completed (ratio)"),
+    ("nodes", "nodes in use, mean (ratio)"),
+    ("node surv.", "node-failure survivable share (diff)"),
+    ("batch slowdown", "batch slowdown, truth (ratio)"),
+    ("LC slowdown", "LC slowdown, truth (ratio)"),
+    ("p99 M/M/1", "p99 latency "),
+    ("p99 M/M/c", "M/M/c p99 latency "),
+)
+
+
+def _cell(row: Mapping[str, Any]) -> str:
+    if row.get("unbounded_seeds"):
+        return "inf"
+    if row["mean"] is None:
+        return "—"
+    ci = row["ci95"]
+    return f"{row['mean']:.3f}" + ("" if ci is None or None in ci else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+
+
+def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """One Markdown row per scenario: mean [95% CI] of the no-harm rows and the gains (harmonic against
+    the default, paired per seed), the p99 gains claimed under both latency models, and the harm."""
+    head = ["scenario", "seeds", *(c for c, _ in SUMMARY_COLUMNS), "p99 gain claimed", "harm"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for result in results:
+        cells = []
+        for _, goal in SUMMARY_COLUMNS:
+            rows = [
+                r
+                for r in result["goals"]
+                if r["goal"] == goal or (goal.endswith(" ") and r["goal"].startswith(goal))
+            ]
+            if goal.endswith(" "):
+                cells.append(
+                    "; ".join(f"{r['goal'][len(goal) :].split(' ')[0]} {_cell(r)}" for r in rows) or "—"
+                )
+            else:
+                cells.append(_cell(rows[0]) if rows else "—")
+        claimed = ", ".join(p["application"] for p in result.get("p99_claimed", ()) if p["holds"]) or "none"
+        seeds = result["seeds"]
+        lines.append(
+            f"| {result['scenario']['name']} | {seeds[0]}-{seeds[-1]} | "
+            + " | ".join(cells)
+            + f" | {claimed} | {'; '.join(result.get('harm', ())) or 'none'} |"
+        )
     return "\n".join(lines)
 
 
@@ -298,9 +434,15 @@ def main() -> int:
     ap.add_argument("--out", help="write sweep.json per scenario and claims.json here")
     ap.add_argument("--markdown", action="store_true", help="print each scenario's rows as a Markdown table")
     ap.add_argument(
+        "--summary",
+        action="store_true",
+        help="with --from-sweep: one Markdown row per sweep (the no-harm rows, the gains, the harm)",
+    )
+    ap.add_argument(
         "--from-sweep",
         metavar="SWEEP_JSON",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         help="judge a sweep.json written before (harmonic simulate --seeds ... --config "
         "harmonic/data/profiles/harmonic.yaml) instead of running",
@@ -311,6 +453,10 @@ def main() -> int:
         scenarios = [None] + [str(p) for p in sorted(EXAMPLES.glob("*.yaml")) if "topology" in p.read_text()]
     if not scenarios:
         scenarios = [None]
+    if args.from_sweep and args.summary:
+        results = [judge(json.loads(Path(p).read_text()), args.profile) for p in args.from_sweep]
+        print(summary_table(results))
+        return 0
     if args.from_sweep:
         for path in args.from_sweep:
             result = judge(json.loads(Path(path).read_text()), args.profile)

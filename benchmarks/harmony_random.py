@@ -65,6 +65,7 @@ COST_GOALS = (
     "cpu_seconds_completed (ratio)",
     "pending at end, excess share of created",
     "nodes in use, mean (ratio)",
+    "batch slowdown, truth (ratio)",
 )
 
 
@@ -255,7 +256,10 @@ def summarise(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for row in result["goals"]:
             if _perturbed(row["goal"]):
                 continue
-            goal = "p99 latency (every application)" if row["goal"].startswith("p99 latency") else row["goal"]
+            goal = row["goal"]
+            for model in ("p99 latency", "M/M/c p99 latency"):
+                if goal.startswith(model + " "):
+                    goal = f"{model} (every application)"
             v = verdict(row)
             if goal not in seen or VERDICTS.index(v) > VERDICTS.index(seen[goal]):
                 seen[goal] = v
@@ -369,6 +373,7 @@ def report(result: Mapping[str, Any]) -> None:
     ]
     print(f"{name}: {random_scenario(index)['description']}")
     print("    " + ("every goal holds" if not bad else "\n    ".join(bad)))
+    print("    harm (issue 35's bounds): " + ("; ".join(result.get("harm", ())) or "none"))
 
 
 #: The rows of the Markdown table: (column, goal name or prefix).

@@ -999,8 +999,7 @@ def extender(
     workload objects default topology spreading reads (Services, ReplicationControllers, ReplicaSets,
     StatefulSets), answers both nodeCacheCapable modes from that cache (/readyz is 503 until it has synced) and binds through
     pods/binding. With none of them it answers nodeCacheCapable: false requests only, from the nodes in
-    each request (and no pods), and cannot bind. See the README section "Plug into kube-scheduler as an
-    extender".
+    each request (and no pods), and cannot bind. See docs/extender.md.
     """
 
     from harmonic.extender.server import ExtenderApp, ExtenderServer, ServerSettings, TLSSettings

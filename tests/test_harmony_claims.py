@@ -32,7 +32,9 @@ def metrics(**over: Any) -> dict[str, Any]:
         "cross_node_traffic_share": 0.5,
         "cross_zone_traffic_share": 0.1,
         "user_request_latency_ms": {"shop": {"p50": 10.0, "p99": 100.0}},
+        "user_request_latency_ms_pooled": {"shop": {"p50": 8.0, "p99": 80.0}},
         "latency_critical_slowdown_truth": {"mean": 0.4, "p95": 0.8},
+        "batch_slowdown_truth": {"mean": 0.2, "p95": 0.5},
         "truth_perturbed": {"x2": {"latency_critical_slowdown_truth": {"mean": 0.8, "p95": 1.6}}},
         "traffic": {"shop": {"routing": "preferZone"}},
         "stranded_cpu_cores_while_pending": 2.0,
@@ -174,3 +176,77 @@ def test_another_profile_is_judged_by_name_and_a_missing_one_is_an_error(claims:
     assert row(claims.judge(doc, "candidate"), "nodes in use, mean (ratio)")["mean"] == pytest.approx(1.2)
     with pytest.raises(SystemExit, match="no seed ran both default-scheduler and harmonic"):
         claims.judge(doc)
+
+
+P99 = {
+    # name: (harmonic's p99 under the first model, under the second; the default's: 100 and 80), verdict
+    "a gain under both models": (50.0, 40.0, True),
+    "a gain under the first model only": (50.0, 80.0, False),
+    "a gain under the second model only": (100.0, 40.0, False),
+    "no gain": (100.0, 80.0, False),
+}
+
+
+@pytest.mark.parametrize(("first", "second", "claimed"), P99.values(), ids=P99.keys())
+def test_a_p99_gain_is_claimed_only_under_both_latency_models(
+    claims: ModuleType, first: float, second: float, claimed: bool
+) -> None:
+    own = metrics(
+        user_request_latency_ms={"shop": {"p50": 1.0, "p99": first}},
+        user_request_latency_ms_pooled={"shop": {"p50": 1.0, "p99": second}},
+    )
+    result = claims.judge(sweep([(metrics(), own), (metrics(), own)]))
+    assert result["p99_claimed"] == [
+        {"application": "shop", "holds": claimed, "means": [first / 100.0, second / 80.0]}
+    ]
+
+
+HARM = {
+    # name: (the default's metrics, harmonic's (over metrics()), rows listed as harm)
+    "nothing changes": ({}, {}, []),
+    "batch slowed x1.1": ({}, {"batch_slowdown_truth": {"mean": 0.22}}, ["batch slowdown, truth (ratio)"]),
+    "batch slowed x1.05: within the bound": ({}, {"batch_slowdown_truth": {"mean": 0.21}}, []),
+    "CPU-seconds x0.985": ({}, {"cpu_seconds_completed": 985.0}, ["cpu_seconds_completed (ratio)"]),
+    "p99 x1.1 under the second model": (
+        {},
+        {"user_request_latency_ms_pooled": {"shop": {"p50": 8.0, "p99": 88.0}}},
+        ["M/M/c p99 latency shop (ratio)"],
+    ),
+    # x1.5 of 0.004 is a rise of 0.002: no harm; x1.5 of 0.4 is a rise of 0.2: harm.
+    "LC slowdown x1.5, up by under 0.02": (
+        {"latency_critical_slowdown_truth": {"mean": 0.004}},
+        {"latency_critical_slowdown_truth": {"mean": 0.006}},
+        [],
+    ),
+    "LC slowdown x1.5, up by 0.2": (
+        {},
+        {"latency_critical_slowdown_truth": {"mean": 0.6}},
+        ["LC slowdown, truth (ratio)"],
+    ),
+}
+
+
+@pytest.mark.parametrize(("base", "own", "harmed"), HARM.values(), ids=HARM.keys())
+def test_harm_is_listed_by_issue_35s_bounds(
+    claims: ModuleType, base: dict[str, Any], own: dict[str, Any], harmed: list[str]
+) -> None:
+    pair = (metrics(**base), metrics(**own))
+    result = claims.judge(sweep([pair, pair]))
+    assert [h.split(":")[0] for h in result["harm"]] == harmed
+
+
+def test_the_summary_row_shows_gains_claims_and_harm(claims: ModuleType) -> None:
+    own = metrics(
+        batch_slowdown_truth={"mean": 0.3},
+        user_request_latency_ms={"shop": {"p50": 1.0, "p99": 50.0}},
+        user_request_latency_ms_pooled={"shop": {"p50": 1.0, "p99": 40.0}},
+    )
+    table = claims.summary_table([claims.judge(sweep([(metrics(), own), (metrics(), own)]))])
+    row = table.splitlines()[2].split(" | ")
+    head = table.splitlines()[0].split(" | ")
+    cell = dict(zip(head, row, strict=True))
+    assert cell["batch slowdown"] == "1.500 [1.50, 1.50]"
+    assert cell["p99 M/M/1"] == "shop 0.500 [0.50, 0.50]"
+    assert cell["p99 M/M/c"] == "shop 0.500 [0.50, 0.50]"
+    assert cell["p99 gain claimed"] == "shop"
+    assert cell["harm |"] == "batch slowdown, truth (ratio): 1.500 |"

@@ -71,8 +71,8 @@ print(json.dumps({"count": len(list(root.rglob("*.py"))), "failed": failed}))
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the environment's python, its harmonic package directory)."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(the wheel built from this checkout, what the build printed on stderr)."""
     tmp = tmp_path_factory.mktemp("wheel")
     # Build from a copy: setuptools builds in the source tree's build/, which another process (an xdist
     # worker, `make lock`) may be using at the same moment.
@@ -89,7 +89,14 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = tmp.glob("harmonic-*.whl")
-    env = tmp / "env"
+    return wheel, build.stderr
+
+
+@pytest.fixture(scope="module")
+def plain(built: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the environment's python, its harmonic package directory)."""
+    wheel, _ = built
+    env = tmp_path_factory.mktemp("plain") / "env"
     venv.EnvBuilder(with_pip=False).create(env)
     python = env / "bin" / "python"
     site = Path(
@@ -110,6 +117,17 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _run(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(python), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_the_build_warns_of_nothing_and_declares_the_license(built: tuple[Path, str]) -> None:
+    # setuptools prints its deprecations (a 12-line box each, e.g. for a TOML-table license) on every
+    # build, so on every `make setup` and editable reinstall.
+    wheel, stderr = built
+    assert "Warning" not in stderr, stderr[-2000:]
+    with zipfile.ZipFile(wheel) as z:
+        (metadata,) = (n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        headers = z.read(metadata).decode().split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers
 
 
 def test_the_wheel_holds_the_package_data(plain: tuple[Path, Path]) -> None:

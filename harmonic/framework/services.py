@@ -12,7 +12,10 @@ A plugin declares what it reads with ``needs(args)`` (``Need`` entries). When a 
 - refused: the plugin cannot do its job without it (``Need.without`` is ``None``), so the profile is not
   started and the error names the profile, plugin and service; or
 - a degraded mode the plugin was written for (``Need.without`` says what changes), logged once per
-  process as a warning, so the change in decisions is never silent.
+  process, so the change in decisions is never silent. It is a warning when the user can act on it (a
+  signal's source they configure: ``ServiceKey.user_provided``); when the adapter itself offers no such
+  service (the rescheduler's what-if has no volumes, the extender no queue), nothing the user sets
+  changes it, so each plugin's detail is logged at debug and the profile gets one summary line at info.
 
 The services (name: type, who offers it):
 
@@ -64,6 +67,9 @@ class ServiceKey(Generic[T]):
     name: str
     #: What it holds, for error messages.
     what: str
+    #: Offered when the user configures its source (a signal such as the affinity graph); ``False`` for
+    #: the services the scheduler adapter offers or not by construction, whatever the user sets.
+    user_provided: bool = False
 
 
 class ViewSource(Protocol[V_co]):
@@ -162,7 +168,7 @@ class ServiceAccess:
         return key.name in self.service_map()
 
 
-#: (plugin, service) pairs whose degraded mode was already logged: once per process is enough.
+#: (profile or plugin, service) pairs whose degraded mode was already logged: once per process is enough.
 _logged: set[tuple[str, str]] = set()
 
 
@@ -170,6 +176,7 @@ def check_needs(
     profile_name: str, plugins: Iterable[tuple[str, Iterable[Need]]], offered: Mapping[str, Any]
 ) -> None:
     """Refuse a profile whose plugin needs a service not in ``offered``; log each degraded mode once."""
+    by_adapter: dict[str, int] = {}  # service the adapter does not offer -> plugins that run without it
     for plugin, needs in plugins:
         for need in needs:
             if need.key.name in offered:
@@ -179,10 +186,17 @@ def check_needs(
                     f"profile {profile_name}: plugin {plugin} needs the {need.key.name!r} service "
                     f"({need.key.what}), which this scheduler does not provide"
                 )
+            if need.optional:
+                level = logging.INFO
+            elif need.key.user_provided:
+                level = logging.WARNING
+            else:
+                level = logging.DEBUG
+                by_adapter[need.key.name] = by_adapter.get(need.key.name, 0) + 1
             if (plugin, need.key.name) not in _logged:
                 _logged.add((plugin, need.key.name))
                 log.log(
-                    logging.INFO if need.optional else logging.WARNING,
+                    level,
                     "profile %s: plugin %s runs without the %r service (%s): %s",
                     profile_name,
                     plugin,
@@ -190,3 +204,13 @@ def check_needs(
                     need.key.what,
                     need.without,
                 )
+    summary = (f"profile {profile_name}", ",".join(sorted(by_adapter)))
+    if by_adapter and summary not in _logged:
+        _logged.add(summary)
+        log.info(
+            "profile %s: %d plugins run without services this scheduler does not offer (%s); "
+            "-vv logs what each does without",
+            profile_name,
+            sum(by_adapter.values()),
+            ", ".join(repr(s) for s in by_adapter),
+        )

@@ -29,9 +29,17 @@ import numpy as np
 from harmonic.api.pod import Pod
 from harmonic.rescheduler.whatif import WhatIf, replacement
 
+
 #: The optional extra (pip install 'harmonic[rescheduler]'). Imported only when a search runs: ortools
 #: brings pandas with it, over a second of start-up that every `harmonic` command would pay.
-AVAILABLE = importlib.util.find_spec("ortools") is not None
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a finder that refuses the name outright (as an environment without it may)
+        return False
+
+
+AVAILABLE = _installed("ortools")
 _MOVE = 1_000_000
 
 

@@ -66,7 +66,7 @@ class GraphView:
 
 #: The handle service of the affinity graph (``signals.service.GraphService``), read by CommunicationAffinity.
 AFFINITY_GRAPH: ServiceKey[ViewSource[GraphView]] = ServiceKey(
-    "affinity_graph", "the affinity graph of workload-to-workload traffic"
+    "affinity_graph", "the affinity graph of workload-to-workload traffic", user_provided=True
 )
 
 

@@ -44,7 +44,7 @@ from harmonic.signals.promquery import PrometheusClient, QueryLimits
 log = logging.getLogger(__name__)
 #: The handle service of observed usage (``UsageModel``), read by the load-aware plugins.
 NODE_USAGE: ServiceKey[ViewSource[UsageView]] = ServiceKey(
-    "node_usage", "observed node usage and workload forecasts"
+    "node_usage", "observed node usage and workload forecasts", user_provided=True
 )
 
 USAGE_FALLBACKS = Counter(

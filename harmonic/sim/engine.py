@@ -8,7 +8,8 @@ the scheduler queue's next wake-up (backoff expiry, unschedulable flush) — rec
 every ``sampleInterval`` on the way. Without a scenario ``duration`` the run ends when nothing more can
 happen (no action, no timer, and only unschedulable pods left, which retrying cannot place).
 
-Pods run from binding for their ``duration`` (then succeed) or until deleted; failed nodes' pods are
+Pods run from binding until their ``duration`` of work is done at the ground truth's slowdown
+(``truth.progress``; then they succeed) or until deleted; failed nodes' pods are
 evicted when their ``unreachable`` toleration runs out and recreated by their controllers; drains evict
 through the Eviction API (refusals retried every 5 s until the event's timeout), as kubectl drain does.
 Deletions the world did not make are the scheduler's preemptions.
@@ -55,6 +56,7 @@ from harmonic.sim.plan import (
 from harmonic.sim.profiles import ProfileRun
 from harmonic.sim.records import PodRecord
 from harmonic.sim.truth.observer import TruthObserver
+from harmonic.sim.truth.progress import BatchProgress
 
 Obj = Mapping[str, Any]
 DRAIN_RETRY_SECONDS = 5.0
@@ -112,6 +114,8 @@ class World:
         self.cluster.subscribe(self._on_node, self._on_pod, replay=False)
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._timer_seq = itertools.count()
+        #: Timers called off before they ran (dropped when they reach the top of the heap).
+        self._cancelled: set[int] = set()
         self._pod_seq = itertools.count()
         self.controllers: dict[str, wl.Controller] = {}
         #: Live pods (present in the cluster) by key.
@@ -136,6 +140,7 @@ class World:
         self._deleting: dict[str, str] = {}
         self._creating: tuple[wl.Controller | None, float | None] | None = None
         self.truth = TruthObserver(self)
+        self.progress = BatchProgress(self, self.truth.interference, self._work_done)
         self.recorder = Recorder(self)
         self.batch = batch.BatchTracker(self)
         #: harmonic.sim.rescheduler.SimRescheduler when the scenario has a ``rescheduler:`` key.
@@ -174,8 +179,20 @@ class World:
         rec = self.records[key]
         return (rec.bound_at if rec.bound_at is not None else 0.0, rec.seq)
 
-    def after(self, delay: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._timers, (self.clock.now() + max(delay, 0.0), next(self._timer_seq), fn))
+    def after(self, delay: float, fn: Callable[[], None]) -> int:
+        """Run ``fn`` ``delay`` seconds from now; the handle ``cancel`` takes."""
+        seq = next(self._timer_seq)
+        heapq.heappush(self._timers, (self.clock.now() + max(delay, 0.0), seq, fn))
+        return seq
+
+    def cancel(self, handle: int) -> None:
+        """Call off a timer: the clock no longer stops for it (a re-planned finish)."""
+        self._cancelled.add(handle)
+
+    def _next_timer(self) -> float | None:
+        while self._timers and self._timers[0][1] in self._cancelled:
+            self._cancelled.discard(heapq.heappop(self._timers)[1])
+        return self._timers[0][0] if self._timers else None
 
     def nodes(self) -> Mapping[str, Node]:
         return self.node_views
@@ -241,14 +258,14 @@ class World:
         self.replicas_on[rec.workload][node] += 1
         if not rec.daemon:
             self.workload_pods_on[node] += 1
-        self.truth.bound(rec)
+        truth = self.truth.bound(rec)
+        view = self.node_views.get(node)
+        alloc = float(view.allocatable.get(CPU, 0)) if view is not None else 0.0
+        self.progress.bound(rec.key, node, truth, alloc, rec.run_for)
         if self.usage is not None:
             self.usage.bound(rec)
         if rec.workload in self.truth.topology_workloads:
             self._traffic_changed()
-        if rec.run_for is not None:
-            key, uid = rec.key, rec.uid
-            self.after(rec.run_for, lambda: self._finish(key, uid))
         if node in self.failed_nodes:
             self._taint_eviction(rec)
         if rec.owner is not None:
@@ -261,11 +278,15 @@ class World:
             return
         reason = self._deleting.pop(key, REASON_PREEMPTED)
         self.truth.gone(rec)
+        if rec.node is not None:
+            self.progress.gone(key, rec.node)
         if self.usage is not None:
             self.usage.gone(rec)
-        if reason == wl.REASON_SUCCEEDED and rec.bound_at is not None:
+        if reason == wl.REASON_SUCCEEDED and rec.run_for is not None:
+            # The work done, not the time it took: a pod slowed by its neighbours (or throttled)
+            # completes no more work by running longer.
             cores = parse_pod(pod).requests.get(CPU, 0) / 1000
-            self.cpu_seconds_completed += cores * (self.clock.now() - rec.bound_at)
+            self.cpu_seconds_completed += cores * rec.run_for
         if rec.node is not None:
             self.replicas_on[rec.workload][rec.node] -= 1
             if not self.replicas_on[rec.workload][rec.node]:
@@ -279,6 +300,11 @@ class World:
             self._traffic_changed()
         if rec.owner is not None:
             rec.owner.pod_gone(key, reason)
+
+    def _work_done(self, key: str) -> None:
+        rec = self.records.get(key)
+        if rec is not None:
+            self._finish(key, rec.uid)
 
     def _finish(self, key: str, uid: str) -> None:
         rec = self.records.get(key)
@@ -466,7 +492,7 @@ class World:
     def _run_timers(self) -> bool:
         now = self.clock.now()
         ran = False
-        while self._timers and self._timers[0][0] <= now:
+        while (t := self._next_timer()) is not None and t <= now:
             _, _, fn = heapq.heappop(self._timers)
             fn()
             ran = True
@@ -486,7 +512,7 @@ class World:
             self.scheduling_seconds += time.perf_counter() - t0
             if r.node is not None or r.status is not None:
                 self.attempts += 1
-            if self._timers and self._timers[0][0] <= self.clock.now():
+            if (t := self._next_timer()) is not None and t <= self.clock.now():
                 self._run_timers()
 
     def run(self, progress: Callable[[int], None] | None = None) -> None:
@@ -517,15 +543,14 @@ class World:
                     progress(1)
             self._run_timers()
             self._schedule()
-            if (i < len(timeline) and timeline[i].time <= now) or (
-                self._timers and self._timers[0][0] <= now
-            ):
+            timer = self._next_timer()
+            if (i < len(timeline) and timeline[i].time <= now) or (timer is not None and timer <= now):
                 continue
             candidates = []
             if i < len(timeline):
                 candidates.append(timeline[i].time)
-            if self._timers:
-                candidates.append(self._timers[0][0])
+            if timer is not None:
+                candidates.append(timer)
             wake = batch.next_wakeup(self.scheduler)
             if wake is not None:
                 counts = self.scheduler.queue.counts()

@@ -71,6 +71,12 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return str(v)
 
 
+def _utilisation(u: Mapping[str, Any] | None) -> str | None:
+    if u is None or u["mean"] is None:
+        return None
+    return f"{_fmt(u['mean'], pct=True)} / {_fmt(u['busiest'], pct=True)}"
+
+
 def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     profiles = doc["profiles"]
     rows: list[tuple[str, list[str]]] = []
@@ -97,6 +103,14 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
                 f"{app} request latency {q} (ms)",
                 lambda m, a=app, q=q: (m["user_request_latency_ms"].get(a) or {}).get(q),
             )
+        row(
+            f"{app} request latency p99, M/M/c (ms)",
+            lambda m, a=app: (m["user_request_latency_ms_pooled"].get(a) or {}).get("p99"),
+        )
+        row(
+            f"{app} utilisation (mean / busiest)",
+            lambda m, a=app: _utilisation(m["application_utilisation"].get(a)),
+        )
     for app in sorted({a for m in profiles.values() for a in m.get("requests_served_during_outage", {})}):
         row(
             f"{app} requests served in outage",
@@ -111,6 +125,8 @@ def table_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
             lambda m, v=variant: m["truth_perturbed"][v]["latency_critical_slowdown_truth"]["mean"],
             pct=True,
         )
+    row("batch slowdown, truth (mean)", lambda m: m["batch_slowdown_truth"]["mean"], pct=True)
+    row("batch slowdown, truth (p95)", lambda m: m["batch_slowdown_truth"]["p95"], pct=True)
     row("LC slowdown, model (mean)", lambda m: m["latency_critical_slowdown"], pct=True)
     row("time to schedule p50 (s)", lambda m: m["time_to_schedule_seconds"]["p50"])
     row("time to schedule p99 (s)", lambda m: m["time_to_schedule_seconds"]["p99"])

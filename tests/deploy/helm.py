@@ -12,13 +12,27 @@ import yaml
 RELEASE = "harmonic"
 
 
-def render_chart(
-    chart_dir: Path, overrides: dict[str, Any] | None = None, namespace: str = "harmonic-system"
-) -> list[dict[str, Any]]:
-    """Every manifest ``helm template harmonic CHART -n NAMESPACE`` prints (hooks aside), parsed,
-    template by template in path order so ``deploy/`` diffs stay readable."""
+def render_templates(
+    chart_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    namespace: str = "harmonic-system",
+    release: str = RELEASE,
+) -> dict[str, str]:
+    """Template path -> its text, NOTES.txt included, as ``helm install`` renders them; values the
+    chart's values.schema.json refuses raise, naming the value."""
     with helm.Chart.load(chart_dir) as chart:
-        rendered = chart.render(overrides or {}, name=RELEASE, namespace=namespace, is_install=True)
+        return dict(chart.render(overrides or {}, name=release, namespace=namespace, is_install=True))
+
+
+def render_chart(
+    chart_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    namespace: str = "harmonic-system",
+    release: str = RELEASE,
+) -> list[dict[str, Any]]:
+    """Every manifest ``helm template RELEASE CHART -n NAMESPACE`` prints (hooks aside), parsed,
+    template by template in path order so ``deploy/`` diffs stay readable."""
+    rendered = render_templates(chart_dir, overrides, namespace, release)
     return [
         doc
         for path, text in sorted(rendered.items())

@@ -404,11 +404,11 @@ def test_kube_scheduler_sample_points_at_the_extender():
     chart_port = yaml.safe_load((CHART / "values.yaml").read_text())["extender"]["port"]
     assert ext["urlPrefix"].startswith("http://") and f":{chart_port}/" in ext["urlPrefix"]
     assert ext["weight"] > 0
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "extender.md").read_text()
     block = re.search(
         r"```yaml\n(apiVersion: kubescheduler.config.k8s.io/v1\n.*?extenders:.*?)```", readme, re.S
     )
-    assert block is not None, "README lacks the sample extenders stanza"
+    assert block is not None, "docs/extender.md lacks the sample extenders stanza"
     assert yaml.safe_load(block.group(1))["extenders"] == cfg["extenders"]
 
 

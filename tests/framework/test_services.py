@@ -4,6 +4,7 @@ runs with its degraded mode logged once (declared degraded mode) when its schedu
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,15 @@ from harmonic.extender.cache import ClusterCache
 from harmonic.extender.engine import Extender
 from harmonic.framework import services
 from harmonic.framework.config import load_config
-from harmonic.framework.services import BATCH, NAMESPACES, WORKLOADS, MissingServiceError, Need
+from harmonic.framework.services import (
+    BATCH,
+    NAMESPACES,
+    PDBS,
+    VOLUMES,
+    WORKLOADS,
+    MissingServiceError,
+    Need,
+)
 from harmonic.plugins.podtopologyspread import PodTopologySpread
 from harmonic.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from harmonic.plugins.registry import in_tree_registry
@@ -68,7 +77,7 @@ def test_the_in_memory_cluster_offers_everything_the_default_profile_reads(
 
 
 def test_a_degraded_mode_is_logged_once_per_plugin_and_service(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.DEBUG):
         for _ in range(3):
             _scheduler(None, drop=(NAMESPACES.name, WORKLOADS.name))
     assert _degraded(caplog) == [
@@ -78,7 +87,44 @@ def test_a_degraded_mode_is_logged_once_per_plugin_and_service(caplog: pytest.Lo
         "profile default-scheduler: plugin InterPodAffinity runs without the 'namespaces' service "
         "(namespace labels): every namespace counts as unlabelled: only an empty namespaceSelector "
         "selects it",
+        "profile default-scheduler: 2 plugins run without services this scheduler does not offer "
+        "('workloads', 'namespaces'); -vv logs what each does without",
     ]
+
+
+@pytest.mark.parametrize(
+    ("drop", "levels"),
+    [
+        # The adapter offers no such service whatever the user sets: each plugin's detail at debug, one
+        # summary line at info, no warning.
+        ((VOLUMES.name,), [logging.DEBUG] * 4 + [logging.INFO]),
+        ((PDBS.name, NAMESPACES.name), [logging.DEBUG, logging.DEBUG, logging.INFO]),
+        ((), []),
+    ],
+)
+def test_a_service_the_adapter_does_not_offer_is_no_warning(
+    drop: tuple[str, ...], levels: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        _scheduler(None, drop=drop)
+    assert [r.levelno for r in caplog.records if r.name == "harmonic.framework.services"] == levels
+
+
+def test_the_rescheduler_dry_run_warns_of_nothing_it_cannot_change(caplog: pytest.LogCaptureFixture) -> None:
+    """The README's rescheduler example: its what-if scheduler offers no volumes, workloads, namespaces
+    or PodDisruptionBudgets (it guards budgets itself), which no flag changes."""
+    from click.testing import CliRunner
+
+    from harmonic.cli import main
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "rescheduler"
+    args = ["reschedule", "--policy", str(examples / "make-room.yaml")]
+    args += ["--manifests", str(examples / "fragmented-cluster.yaml"), "--once", "--dry-run"]
+    with caplog.at_level(logging.INFO):
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [m for m in _degraded(caplog) if "plugin" in m and "runs without" in m] == []
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 @pytest.mark.parametrize(
@@ -107,7 +153,7 @@ def test_every_in_tree_need_names_a_known_key_and_says_what_degrades() -> None:
 def test_the_extender_runs_coscheduling_without_a_queue_or_permit(caplog: pytest.LogCaptureFixture) -> None:
     """The extender offers neither ``activate`` nor ``waiting_pods``: Coscheduling's degraded modes are
     logged, not hidden behind a no-op."""
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.DEBUG):
         Extender(
             load_config(GANGS, in_tree_registry()),
             in_tree_registry(),

@@ -5,12 +5,16 @@ whole part always, the fraction with that probability). Each request follows its
 service handling it runs on one replica, chosen from its main caller's replica by the routing in force
 (entry services — no callers — on a uniformly chosen replica); each call goes from the caller's replica
 to a callee replica chosen by routing, and costs the network hop (``network``: same node, same zone,
-across zones) plus the callee's sojourn time. Sojourn times are exponential (an M/M/1 server) with mean
+across zones) plus the callee's sojourn time. Sojourn times are exponential (first model: an M/M/1 server per replica) with mean
 ``S * (1 + slowdown) / (1 - rho)``: ``S`` the service's own service time, ``slowdown`` the interference
 the replica really suffers, and ``rho`` its utilisation, ``calls/s reaching it x S * (1 + slowdown)``
 over the cores it can use — its CPU request, and at least ``MIN_CORES`` (a request-serving container
 bursts into idle CPU beyond a small request) — capped at ``RHO_MAX``. Calls are added up as if made one after another (an
 upper bound: real fan-out overlaps). A request fails when a call finds no running replica of its callee.
+
+The second latency model (``pooled_wait_ms``) is M/M/c per service: a call's sojourn is its replica's
+effective service time plus the wait of one queue served by all the service's cores. The same sampled
+paths and draws serve both models; docs/simulator.md says why two and why this one.
 """
 
 from __future__ import annotations
@@ -91,10 +95,47 @@ def arrival_rates(
     }
 
 
+def utilisation(service_ms: float, slowdown: float, calls_per_second: float, cores: float) -> float:
+    """A replica's utilisation, uncapped: calls/s x its effective service time over its usable cores."""
+    return calls_per_second * service_ms * (1.0 + slowdown) / 1000.0 / max(cores, MIN_CORES)
+
+
 def mean_sojourn_ms(service_ms: float, slowdown: float, calls_per_second: float, cores: float) -> float:
+    """M/M/1 per replica (the first latency model)."""
     effective = service_ms * (1.0 + slowdown)
-    rho = min(calls_per_second * effective / 1000.0 / max(cores, MIN_CORES), RHO_MAX)
+    rho = min(utilisation(service_ms, slowdown, calls_per_second, cores), RHO_MAX)
     return effective / (1.0 - rho)
+
+
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """A service's running replicas on one node, as the pooled model sees them."""
+
+    count: int
+    cores: float
+    slowdown: float
+    calls_per_second: float  # reaching each replica
+
+
+def pooled_wait_ms(service_ms: float, replicas: list[Replicas]) -> float:
+    """Mean queueing delay of a call under M/M/c per service (the second latency model): every usable
+    core of every replica serves one queue, as a least-request balancer approximates; ``c`` is the
+    service's usable cores (each replica at least ``MIN_CORES``) rounded to a whole number of servers,
+    the offered load its calls x their effective service times, capped, as in the first model, at
+    utilisation ``RHO_MAX``. Erlang C, by the Erlang B recursion (stable for any ``c``)."""
+    calls = sum(r.count * r.calls_per_second for r in replicas)
+    if calls <= 0:
+        return 0.0
+    cores = sum(r.count * max(r.cores, MIN_CORES) for r in replicas)
+    servers = max(1, round(cores))
+    mean_ms = sum(r.count * r.calls_per_second * service_ms * (1.0 + r.slowdown) for r in replicas) / calls
+    load = min(calls * mean_ms / 1000.0, RHO_MAX * servers)
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = load * b / (k + load * b)
+    rho = load / servers
+    waiting = b / (1.0 - rho * (1.0 - b))
+    return waiting * mean_ms / (servers - load)
 
 
 @dataclass(frozen=True)

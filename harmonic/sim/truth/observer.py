@@ -29,7 +29,17 @@ from harmonic.sim.plan import Plan
 from harmonic.sim.records import PodRecord
 from harmonic.sim.topology import TopologyInstance
 from harmonic.sim.truth.interference import LATENCY_CRITICAL, Interference, PodTruth, perturbations
-from harmonic.sim.truth.latency import CallGraph, RequestSampler, arrival_rates, call_graph, mean_sojourn_ms
+from harmonic.sim.truth.latency import (
+    RHO_MAX,
+    CallGraph,
+    Replicas,
+    RequestSampler,
+    arrival_rates,
+    call_graph,
+    mean_sojourn_ms,
+    pooled_wait_ms,
+    utilisation,
+)
 from harmonic.sim.truth.routing import edge_locality
 
 TRUTH = "truth"
@@ -57,6 +67,9 @@ class WorldSeries:
 
     lc_slowdown: list[float | None] = field(default_factory=list)
     lc_slowdown_all: list[np.ndarray] = field(default_factory=list)
+    #: Every (sample, running batch pod) slowdown, and the pod's CPU request (the weights).
+    batch_slowdown_all: list[np.ndarray] = field(default_factory=list)
+    batch_cpu_all: list[np.ndarray] = field(default_factory=list)
     #: app -> latencies (ms) of every served sampled request.
     latency: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
     #: app -> p99 per sample, for the plots.
@@ -71,6 +84,12 @@ class TruthSeries:
     node_survivable: list[float | None] = field(default_factory=list)
     #: app -> (sampled requests, served) while a zone was down.
     outage: dict[str, list[int]] = field(default_factory=dict)
+    #: app -> latencies (ms) of every served sampled request under the second model (M/M/c per service).
+    latency_pooled: dict[str, list[np.ndarray]] = field(default_factory=lambda: defaultdict(list))
+    #: app -> [calls x utilisation, calls, calls to saturated replicas] over the samples.
+    utilisation: dict[str, list[float]] = field(default_factory=dict)
+    #: app -> utilisation of its busiest replica, per sample.
+    busiest: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class _PodTable:
@@ -81,12 +100,14 @@ class _PodTable:
         self.klass = np.zeros(256, dtype=np.int64)
         self.cpu = np.zeros(256)
         self.mult = np.zeros(256)
+        #: Runs a given amount of work (a Job's pod, a bare pod with a duration): batch.
+        self.works = np.zeros(256, dtype=bool)
         self.workload: list[str] = [""] * 256
         self.slot_of: dict[str, int] = {}
         self._free: list[int] = []
         self.used = 0
 
-    def add(self, key: str, node: int, truth: PodTruth) -> None:
+    def add(self, key: str, node: int, truth: PodTruth, works: bool) -> None:
         if self._free:
             slot = self._free.pop()
         else:
@@ -98,12 +119,14 @@ class _PodTable:
                 self.klass = np.concatenate([self.klass, np.zeros(grow, dtype=np.int64)])
                 self.cpu = np.concatenate([self.cpu, np.zeros(grow)])
                 self.mult = np.concatenate([self.mult, np.zeros(grow)])
+                self.works = np.concatenate([self.works, np.zeros(grow, dtype=bool)])
                 self.workload += [""] * grow
         self.slot_of[key] = slot
         self.node[slot] = node
         self.klass[slot] = truth.klass
         self.cpu[slot] = truth.cpu_millis
         self.mult[slot] = truth.multiplier
+        self.works[slot] = works
         self.workload[slot] = truth.workload
 
     def remove(self, key: str) -> None:
@@ -156,7 +179,8 @@ class TruthObserver:
         self.seconds = 0.0
 
     # ------------------------------------------------------------------ world events
-    def bound(self, rec: PodRecord) -> None:
+    def bound(self, rec: PodRecord) -> PodTruth:
+        """Note that ``rec`` now runs on its node; its truth (class, CPU, own sensitivity)."""
         assert rec.node is not None
         t0 = time.perf_counter()
         templated = rec.owner is not None and not rec.workload.startswith("Pod/")
@@ -168,8 +192,9 @@ class TruthObserver:
                 self._requests[rec.workload] = req
         truth = self.interference.pod(rec.workload, rec.daemon, req[0], req[1])
         node = self.node_ids.setdefault(rec.node, len(self.node_ids))
-        self.table.add(rec.key, node, truth)
+        self.table.add(rec.key, node, truth, rec.run_for is not None)
         self.seconds += time.perf_counter() - t0
+        return truth
 
     def gone(self, rec: PodRecord) -> None:
         self.table.remove(rec.key)
@@ -228,10 +253,14 @@ class TruthObserver:
             for variant, scale in self.variants.items()
         }
         lc = klass == LATENCY_CRITICAL
+        works = t.works[rows]
+        batch_cpu = t.cpu[rows][works]
         for variant, ws in self.series.worlds.items():
             values = slow[variant][lc]
             ws.lc_slowdown.append(float(values.mean()) if len(values) else None)
             ws.lc_slowdown_all.append(values)
+            ws.batch_slowdown_all.append(slow[variant][works])
+            ws.batch_cpu_all.append(batch_cpu)
         live = {n for n, i in self.node_ids.items() if up[i]}
         placements = self._placements(live)
         zone_of = w.zone_of()
@@ -303,21 +332,47 @@ class TruthObserver:
             acc = self.series.outage.setdefault(topo.namespace, [0, 0])
             acc[0] += paths.k
             acc[1] += int(served.sum())
+        busiest = 0.0
         for variant, ws in self.series.worlds.items():
             sojourn: dict[str, np.ndarray] = {}
+            pooled: dict[str, np.ndarray] = {}
             for s in topo.services:
                 arr = np.zeros(len(sampler.names))
-                for node in svc_place[s]:
+                own = np.zeros(len(sampler.names))
+                here: list[Replicas] = []
+                svc_ms = service_ms.get(s, gt.service_time_ms)
+                for node, count in svc_place[s].items():
                     cores, sd_of = replicas.get((topo.workload(s), node), (0.0, {}))
                     sd = sd_of.get(variant, 0.0)
                     lam = rates.get(s, {}).get(node, 0.0)
-                    arr[sampler.index[node]] = mean_sojourn_ms(
-                        service_ms.get(s, gt.service_time_ms), sd, lam, cores
-                    )
+                    arr[sampler.index[node]] = mean_sojourn_ms(svc_ms, sd, lam, cores)
+                    own[sampler.index[node]] = svc_ms * (1.0 + sd)
+                    here.append(Replicas(count, cores, sd, lam))
                 sojourn[s] = arr
+                if variant == TRUTH:
+                    pooled[s] = own + pooled_wait_ms(svc_ms, here)
+                    busiest = max(busiest, self._utilisation(topo.namespace, svc_ms, here))
             ok = paths.latency_ms(sojourn)[served]
             ws.latency[topo.namespace].append(ok)
             ws.latency_p99[topo.namespace].append(float(np.percentile(ok, 99)) if len(ok) else None)
+            if variant == TRUTH:
+                self.series.latency_pooled[topo.namespace].append(paths.latency_ms(pooled)[served])
+        if busiest > 0:  # samples where the application served no call say nothing of its load
+            self.series.busiest[topo.namespace].append(busiest)
+
+    def _utilisation(self, app: str, service_ms: float, replicas: list[Replicas]) -> float:
+        """Add one service's replicas at this sample to its application's utilisation figures; the
+        utilisation of its busiest replica."""
+        acc = self.series.utilisation.setdefault(app, [0.0, 0.0, 0.0])
+        busiest = 0.0
+        for r in replicas:
+            rho = utilisation(service_ms, r.slowdown, r.calls_per_second, r.cores)
+            calls = r.count * r.calls_per_second
+            acc[0] += calls * rho
+            acc[1] += calls
+            acc[2] += calls if rho >= RHO_MAX else 0.0
+            busiest = max(busiest, rho)
+        return busiest
 
     def _traffic(
         self, topo: TopologyInstance, svc_place: Mapping[str, Counter[str]], zone_of: Mapping[str, str]
@@ -372,9 +427,21 @@ class TruthObserver:
         truth = _world_summary(s.worlds[TRUTH])
         out: dict[str, Any] = {
             "latency_critical_slowdown_truth": truth["latency_critical_slowdown_truth"],
+            "batch_slowdown_truth": truth["batch_slowdown_truth"],
             "user_request_latency_ms": truth["user_request_latency_ms"],
             "zone_failure_survivable_share": _mean(s.zone_survivable),
             "node_failure_survivable_share": _mean(s.node_survivable),
+            "user_request_latency_ms_pooled": {
+                app: _percentiles(chunks) for app, chunks in sorted(s.latency_pooled.items())
+            },
+            "application_utilisation": {
+                app: {
+                    "mean": _share(acc[0], acc[1]),
+                    "busiest": _mean(list(s.busiest.get(app, []))),
+                    "saturated_call_share": _share(acc[2], acc[1]),
+                }
+                for app, acc in sorted(s.utilisation.items())
+            },
             "truth_perturbed": {name: _world_summary(ws) for name, ws in s.worlds.items() if name != TRUTH},
         }
         if self.world.plan.has_zone_outage:
@@ -386,21 +453,40 @@ class TruthObserver:
 
 def _world_summary(ws: WorldSeries) -> dict[str, Any]:
     lc = np.concatenate(ws.lc_slowdown_all) if ws.lc_slowdown_all else np.zeros(0)
-    latency: dict[str, Any] = {}
-    for app, chunks in sorted(ws.latency.items()):
-        values = np.concatenate(chunks) if chunks else np.zeros(0)
-        latency[app] = (
-            {"p50": _round(np.percentile(values, 50)), "p99": _round(np.percentile(values, 99))}
-            if len(values)
-            else {"p50": None, "p99": None}
-        )
+    latency = {app: _percentiles(chunks) for app, chunks in sorted(ws.latency.items())}
+    batch = np.concatenate(ws.batch_slowdown_all) if ws.batch_slowdown_all else np.zeros(0)
+    cpu = np.concatenate(ws.batch_cpu_all) if ws.batch_cpu_all else np.zeros(0)
     return {
         "latency_critical_slowdown_truth": {
             "mean": _round(np.mean(lc)) if len(lc) else None,
             "p95": _round(np.percentile(lc, 95)) if len(lc) else None,
         },
+        "batch_slowdown_truth": cpu_weighted(batch, cpu),
         "user_request_latency_ms": latency,
     }
+
+
+def _percentiles(chunks: list[np.ndarray]) -> dict[str, float | None]:
+    values = np.concatenate(chunks) if chunks else np.zeros(0)
+    if not len(values):
+        return {"p50": None, "p99": None}
+    return {"p50": _round(np.percentile(values, 50)), "p99": _round(np.percentile(values, 99))}
+
+
+def _share(num: float, den: float) -> float | None:
+    return _round(num / den) if den > 0 else None
+
+
+def cpu_weighted(slowdown: np.ndarray, cpu: np.ndarray) -> dict[str, float | None]:
+    """Mean and p95 of ``slowdown`` with each value weighted by ``cpu`` (a pod holding more cores
+    loses more work); pods requesting no CPU count as one millicore, so they are not invisible."""
+    if not len(slowdown):
+        return {"mean": None, "p95": None}
+    w = np.maximum(cpu, 1.0)
+    order = np.argsort(slowdown, kind="stable")
+    cum = np.cumsum(w[order])
+    p95 = slowdown[order][int(np.searchsorted(cum, 0.95 * cum[-1]))]
+    return {"mean": _round(np.average(slowdown, weights=w)), "p95": _round(p95)}
 
 
 def _round(x: Any) -> float:

@@ -1,4 +1,5 @@
-"""Latency truth: the call graph, the M/M/1 sojourn and sampled request paths."""
+"""Latency truth: the call graph, the M/M/1 sojourn, the M/M/c wait per service, utilisation and sampled
+request paths."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from harmonic.sim.topology import Edge, TopologyInstance
 from harmonic.sim.truth.latency import (
     MIN_CORES,
     RHO_MAX,
+    Replicas,
     RequestSampler,
     arrival_rates,
     call_graph,
     mean_sojourn_ms,
+    pooled_wait_ms,
+    utilisation,
 )
 
 ZONES = {"n1": "z1", "n2": "z1", "n3": "z2"}
@@ -131,6 +135,57 @@ def test_mean_sojourn_is_monotone_and_bounded():
     values = [mean_sojourn_ms(2.0, 0.2, r, 1.0) for r in rates]
     assert all(b >= a for a, b in itertools.pairwise(values))
     assert max(values) == pytest.approx(2.4 / (1 - RHO_MAX))
+
+
+POOLED = {
+    # name: (service ms, replicas (count, cores, slowdown, calls/s each), expected mean wait ms)
+    # One server: M/M/1's wait, rho S / (1 - rho): rho = 50/s x 10 ms = 0.5.
+    "one core, half busy": (10.0, [(1, 1.0, 0.0, 50.0)], 0.5 * 10.0 / 0.5),
+    # Two servers at offered load 1 (100/s x 10 ms): Erlang C = 1/3, wait C x S / (c - a) = 10/3.
+    "two replicas of one core": (10.0, [(2, 1.0, 0.0, 50.0)], 10.0 / 3),
+    "one replica of two cores": (10.0, [(1, 2.0, 0.0, 100.0)], 10.0 / 3),
+    # A replica requesting less than a core still has one (MIN_CORES).
+    "small requests count as one core": (10.0, [(2, 0.25, 0.0, 50.0)], 10.0 / 3),
+    # Slowdown 1 doubles the service time: 25/s x 20 ms = 0.5 on one server: wait 20.
+    "slowdown lengthens service": (10.0, [(1, 1.0, 1.0, 25.0)], 0.5 * 20.0 / 0.5),
+    # Overloaded as a whole: the load is capped at RHO_MAX of the servers, as the first model caps rho.
+    "overloaded service is capped": (10.0, [(1, 1.0, 0.0, 500.0)], RHO_MAX * 10.0 / (1 - RHO_MAX)),
+    "no calls, no wait": (10.0, [(3, 1.0, 0.5, 0.0)], 0.0),
+}
+
+
+@pytest.mark.parametrize(("service", "replicas", "expected"), POOLED.values(), ids=POOLED.keys())
+def test_pooled_wait_is_erlang_c(service, replicas, expected):
+    assert pooled_wait_ms(service, [Replicas(*r) for r in replicas]) == pytest.approx(expected)
+
+
+def test_pooled_wait_on_one_server_is_the_first_models_queueing():
+    for rate in (10.0, 40.0, 80.0, 99.0):
+        wait = pooled_wait_ms(10.0, [Replicas(1, 1.0, 0.0, rate)])
+        assert wait + 10.0 == pytest.approx(mean_sojourn_ms(10.0, 0.0, rate, 1.0))
+
+
+def test_pooling_never_waits_longer_than_separate_queues():
+    """Four replicas at per-replica utilisation rho: one queue of four servers waits less than M/M/1."""
+    for rate in (20.0, 50.0, 80.0, 94.0):
+        pooled = pooled_wait_ms(10.0, [Replicas(4, 1.0, 0.0, rate)])
+        assert pooled < mean_sojourn_ms(10.0, 0.0, rate, 1.0) - 10.0
+
+
+UTILISATION = {
+    "half busy": (10.0, 0.0, 50.0, 1.0, 0.5),
+    "uncapped above 1": (10.0, 0.0, 200.0, 1.0, 2.0),
+    "slowdown counts": (10.0, 0.5, 50.0, 1.0, 0.75),
+    "two cores": (10.0, 0.0, 50.0, 2.0, 0.25),
+    "small request: one core": (10.0, 0.0, 50.0, 0.1, 0.5),
+}
+
+
+@pytest.mark.parametrize(
+    ("service", "slowdown", "rate", "cores", "expected"), UTILISATION.values(), ids=UTILISATION.keys()
+)
+def test_utilisation(service, slowdown, rate, cores, expected):
+    assert utilisation(service, slowdown, rate, cores) == pytest.approx(expected)
 
 
 def test_arrival_rates_follow_routing():
