@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -78,6 +79,35 @@ def _cluster_options(f: F) -> F:
         help="kubeconfig file (overrides clientConnection.kubeconfig). Without either: the in-cluster "
         "service account, else $KUBECONFIG or ~/.kube/config.",
     )(f)
+
+
+def _snapshot_options(f: F) -> F:
+    """What a snapshot of a live cluster reads: --kubeconfig/--context, --namespace, --job-duration."""
+    f = click.option(
+        "--job-duration",
+        default="10m",
+        show_default=True,
+        callback=_duration_arg,
+        help="How long each pod of a Job runs in the replay (a snapshot cannot know): a Go duration.",
+    )(f)
+    f = click.option(
+        "-n",
+        "--namespace",
+        "namespaces",
+        multiple=True,
+        help="Only the pods and workloads of this namespace (repeatable; default: all). Nodes are all read.",
+    )(f)
+    return _cluster_options(f)
+
+
+def _duration_arg(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    from harmonic.framework.config import parse_duration
+
+    try:
+        parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
 
 
 def _decisions_option(f: F) -> F:
@@ -233,6 +263,13 @@ def main(verbose: int) -> None:
     multiple=True,
     help="Sweep: only print metrics matching this pattern (repeatable, e.g. 'cross_*').",
 )
+@click.option(
+    "--from-cluster",
+    is_flag=True,
+    help="Replay the live cluster: take a snapshot (as `harmonic snapshot` does, written to "
+    "OUT/snapshot.yaml) and simulate it instead of SCENARIO.",
+)
+@_snapshot_options
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @output_option(
     ("json", "yaml"), json_help="Same as -o json: metrics.json (sweep.json) on stdout, the table on stderr."
@@ -261,6 +298,11 @@ def simulate(
     executor_name: str,
     address: str | None,
     metric_patterns: tuple[str, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    namespaces: tuple[str, ...],
+    job_duration: str,
     no_progress: bool,
     output: str | None,
     record_decisions: int | None,
@@ -279,6 +321,16 @@ def simulate(
     from harmonic.sim.run import simulate as run_simulation
 
     registry = default_registry()
+    if from_cluster:
+        if scenario is not None:
+            click.echo("error: give SCENARIO or --from-cluster, not both", err=True)
+            sys.exit(1)
+        scenario = _write_snapshot(
+            kubeconfig, context, namespaces, job_duration, Path(out_dir) / "snapshot.yaml"
+        )
+    elif kubeconfig or context or namespaces:
+        click.echo("error: --kubeconfig, --context and --namespace apply to --from-cluster", err=True)
+        sys.exit(1)
     if seeds is not None:
         if seed is not None:
             click.echo("error: --seed and --seeds: give one", err=True)
@@ -328,6 +380,88 @@ def simulate(
         )
     if output is not None:
         emit(outcome.metrics, output)
+
+
+def _take_snapshot(
+    kubeconfig: str | None, context: str | None, namespaces: tuple[str, ...], job_duration: str
+) -> str:
+    """The live cluster as scenario YAML; each warning also on stderr."""
+    from datetime import UTC, datetime
+
+    from harmonic.cluster.listing import read_cluster
+    from harmonic.cluster.transport import ApiStatusError, TransportError
+    from harmonic.sim.snapshot import build, render
+
+    transport = _transport(_load(None), kubeconfig, context, "snapshot", optional=False)
+    assert transport is not None
+    try:
+        listing = read_cluster(transport, namespaces)
+    except (ApiStatusError, TransportError) as e:
+        click.echo(f"error: reading the cluster at {transport.host}: {e}", err=True)
+        sys.exit(1)
+    taken = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    where = f"{transport.host} (context {context})" if context else transport.host
+    snap = build(
+        listing,
+        name=f"snapshot-{taken}",
+        description=f"The cluster at {where}, {taken}",
+        job_duration=job_duration,
+    )
+    header = [
+        f"Taken by `harmonic snapshot` (harmonic {__version__}) at {taken} from {where};",
+        "namespaces: "
+        + (", ".join(namespaces) if namespaces else "all")
+        + (" (pods of other namespaces are not on these nodes here)" if namespaces else "")
+        + ".",
+        f"{len(listing.of('Node'))} nodes; {snap.bound} pods bound (created on their nodes: bare pods by "
+        "spec.nodeName, workloads' by placement), "
+        f"{snap.pending} pending (queued for each profile).",
+        "Server-set fields, node annotations and schedulerName removed (every profile schedules every pod); "
+        f"each Job pod runs {job_duration} (--job-duration: a snapshot cannot know).",
+    ]
+    if listing.not_served:
+        header.append(
+            "not served by this API server (404), so none read: " + ", ".join(listing.not_served) + "."
+        )
+    for w in snap.warnings():
+        click.echo(f"warning: {w}", err=True)
+    return render(snap, header)
+
+
+def _write_snapshot(
+    kubeconfig: str | None, context: str | None, namespaces: tuple[str, ...], job_duration: str, path: Path
+) -> str:
+    text = _take_snapshot(kubeconfig, context, namespaces, job_duration)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    click.echo(f"snapshot: {path}", err=True)
+    return str(path)
+
+
+@main.command()
+@_snapshot_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    show_default=True,
+    help="Write the scenario to FILE ('-': stdout).",
+)
+def snapshot(
+    kubeconfig: str | None, context: str | None, namespaces: tuple[str, ...], job_duration: str, output: str
+) -> None:
+    """Write the live cluster as a scenario that `harmonic simulate FILE` replays under every profile.
+
+    Reads nodes (labels, taints, cordon, allocatable), pods, Deployments, ReplicaSets, StatefulSets,
+    DaemonSets, Jobs, Services, PodDisruptionBudgets, PriorityClasses, and PodGroups/ElasticQuotas where
+    their CRDs are installed. Running pods start on the node they run on now; pending pods are queued.
+    The header says when and from where it was taken, and what was left out (also on stderr).
+    """
+    if output == "-":
+        click.echo(_take_snapshot(kubeconfig, context, namespaces, job_duration), nl=False)
+    else:
+        _write_snapshot(kubeconfig, context, namespaces, job_duration, Path(output))
 
 
 @dataclass(frozen=True)

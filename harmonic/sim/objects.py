@@ -49,7 +49,7 @@ PRIORITY_CLASS_API = "scheduling.k8s.io/v1"
 BATCH_KINDS = {"PodGroup": "scheduling.x-k8s.io/v1alpha1", "ElasticQuota": "scheduling.x-k8s.io/v1alpha1"}
 
 #: Spec fields each controller honours (or that have no bearing on placement).
-_SPEC_FIELDS: dict[str, frozenset[str]] = {
+SPEC_FIELDS: dict[str, frozenset[str]] = {
     "Deployment": frozenset(
         {
             "replicas",
@@ -126,6 +126,8 @@ class WorkloadObject:
     source: str
     #: How long each of its pods runs before succeeding (Pod, Job); None: until deleted.
     duration: Distribution | None = None
+    #: The nodes its first pods are created bound to (a scenario's ``placement``); None: pending.
+    placement: tuple[str | None, ...] = ()
 
     @property
     def key(self) -> str:
@@ -291,7 +293,7 @@ def check_object(
         if not isinstance(cspec, Mapping):
             raise _err(source, obj, "spec", "is required")
         for k in cspec:
-            if k not in _SPEC_FIELDS[kind]:
+            if k not in SPEC_FIELDS[kind]:
                 why = _WHY_NOT.get(str(k), "the simulator cannot honour it")
                 raise _err(source, obj, f"spec.{k}", f"not supported for {kind}: {why}")
         manifest["spec"] = _check_controller_spec(kind, cspec, source, obj, priorities)
@@ -365,7 +367,7 @@ def _check_controller_spec(
                 source, obj, "spec.template.metadata.labels", "`selector` does not match template `labels`"
             )
     for key, default in (("replicas", 1), ("parallelism", 1), ("backoffLimit", 6)):
-        if key in _SPEC_FIELDS[kind]:
+        if key in SPEC_FIELDS[kind]:
             _int_field(spec, key, default, source, obj)
     if kind == "Job":
         completions = _int_field(spec, "completions", None, source, obj)

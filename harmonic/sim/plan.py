@@ -292,6 +292,7 @@ class _Builder:
             origin = f"workloads[{i}]"
             if isinstance(w, ManifestsWorkload):
                 dist = w.duration
+                placed: set[str] = set()
                 for label, raw in docs[i]:
                     if (
                         isinstance(raw, Mapping)
@@ -307,7 +308,14 @@ class _Builder:
                         continue
                     obj = check_object(raw, label, w.namespace, self.priorities, dist, self.inert)
                     if obj is not None:
-                        self.create(obj, w.at, w.lifetime, origin)
+                        self.create(_placed(obj, w, placed), w.at, w.lifetime, origin)
+                unused = sorted(set(w.placement) - placed)
+                if unused:
+                    raise ScenarioError(
+                        self.source,
+                        f"{origin}.placement",
+                        f"{unused[0]!r} names no Deployment, ReplicaSet, StatefulSet or Job of this entry",
+                    )
             elif isinstance(w, TopologyWorkload):
                 self._topology(i, w)
             elif isinstance(w, ArrivalsWorkload):
@@ -627,6 +635,19 @@ class _Builder:
             self.node_names[name] = ev.at
             self._zone_seen(n, ev.at)
         return out
+
+
+#: Kinds whose pods a scenario's ``placement`` may bind (a DaemonSet's are pinned to nodes already).
+PLACEABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+
+
+def _placed(obj: WorkloadObject, w: ManifestsWorkload, seen: set[str]) -> WorkloadObject:
+    """``obj`` with the nodes ``w.placement`` gives its first pods (recorded in ``seen``)."""
+    nodes = w.placement.get(obj.key)
+    if nodes is None or obj.kind not in PLACEABLE_KINDS:
+        return obj
+    seen.add(obj.key)
+    return dataclasses.replace(obj, placement=tuple(nodes))
 
 
 def _service(raw: Mapping[str, Any], source: str, namespace: str) -> Obj:

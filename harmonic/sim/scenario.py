@@ -191,6 +191,11 @@ class ManifestsWorkload(_M):
     duration: DurationSpec | None = None
     #: Delete the objects (and so their pods) this long after they were created.
     lifetime: Seconds | None = None
+    #: Pods already running when the objects are created (as ``harmonic snapshot`` writes them): for a
+    #: Deployment, ReplicaSet, StatefulSet or Job of ``objects`` (``Kind/namespace/name``), the nodes its
+    #: first pods are created bound to, in creation order (a StatefulSet's by ordinal from
+    #: ``ordinals.start``); ``null``: that pod is created pending. Bare Pods use ``spec.nodeName``.
+    placement: dict[str, list[str | None]] = Field(default_factory=dict)
 
 
 class TopologyWorkload(_M):

@@ -158,6 +158,9 @@ class Controller:
         self.rng = random.Random(f"{host.seed}:{self.key}")
         self.stopped = False
         self._queued = False
+        #: Nodes the first pods it creates are bound to: the pods already running when a snapshot
+        #: of a live cluster was taken (None: that pod was pending). Consumed in creation order.
+        self.placement: list[str | None] = []
 
     @property
     def key(self) -> str:
@@ -166,6 +169,14 @@ class Controller:
     @property
     def ref(self) -> Obj:
         return owner_ref(self.kind, self.api_version, self.name, self.uid)
+
+    def placed(self, updates: Obj | None = None) -> Obj:
+        """``updates`` plus ``nodeName`` if the next pod was already running on a node."""
+        out = dict(updates or {})
+        node = self.placement.pop(0) if self.placement else None
+        if node is not None:
+            out["nodeName"] = node
+        return out
 
     def suffix(self) -> str:
         return "".join(self.rng.choice(_ALPHANUMS) for _ in range(5))
@@ -256,7 +267,9 @@ class ReplicaSetController(Controller):
 
     @classmethod
     def from_object(cls, host: Host, obj: WorkloadObject) -> ReplicaSetController:
-        return cls(host, obj.namespace, obj.name, int(obj.spec.get("replicas", 1)), obj.spec["template"])
+        rs = cls(host, obj.namespace, obj.name, int(obj.spec.get("replicas", 1)), obj.spec["template"])
+        rs.placement = list(obj.placement)
+        return rs
 
     def owned(self) -> Iterable[str]:
         return self.pods
@@ -280,9 +293,10 @@ class ReplicaSetController(Controller):
                 self.host.delete_pod(key, REASON_SCALED_DOWN)
 
     def _create(self) -> None:
+        updates = self.placed()
         while True:
             manifest = pod_from_template(
-                self.template, self.namespace, f"{self.name}-{self.suffix()}", self.ref
+                self.template, self.namespace, f"{self.name}-{self.suffix()}", self.ref, spec_updates=updates
             )
             key = self.host.create_pod(manifest, self, None)
             if key is not None:
@@ -332,6 +346,7 @@ class DeploymentController(Controller):
         self.rs = ReplicaSetController(
             host, obj.namespace, f"{obj.name}-{h}", int(obj.spec.get("replicas", 1)), labelled, self.key
         )
+        self.rs.placement = list(obj.placement)
 
     def start(self) -> None:
         self.rs.start()
@@ -361,6 +376,7 @@ class StatefulSetController(Controller):
         self.template = spec["template"]
         self.revision = f"{obj.name}-{template_hash(self.template)}"
         self.pods: dict[int, str] = {}
+        self.placement = list(obj.placement)
 
     def owned(self) -> Iterable[str]:
         return list(self.pods.values())
@@ -394,6 +410,8 @@ class StatefulSetController(Controller):
         updates: Obj = {"hostname": name}
         if self.service:
             updates["subdomain"] = self.service
+        # Ordinals are created in order the first time round, so the placement list lines up with them.
+        updates = self.placed(updates)
         manifest = pod_from_template(
             self.template,
             self.namespace,
@@ -455,6 +473,7 @@ class JobController(Controller):
             **spec["template"],
             "metadata": {**tmeta, "labels": {**(tmeta.get("labels") or {}), **job_labels}},
         }
+        self.placement = list(obj.placement)
         self.active: dict[str, int | None] = {}
         self.succeeded = 0
         self.succeeded_indexes: set[int] = set()
@@ -533,6 +552,7 @@ class JobController(Controller):
             updates["hostname"] = f"{self.name}-{index}"
             prefix = f"{self.name}-{index}"
         run_for = self.duration.sample(self.rng) if self.duration is not None else None
+        updates = self.placed(updates)
         while True:
             manifest = pod_from_template(
                 self.template,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from harmonic.sim.errors import ScenarioError
 from harmonic.sim.workloads import template_hash
 
 from .helpers import container, deployment, job, objects, run_recorded, scenario
@@ -234,3 +237,35 @@ def test_lifetime_deletes_the_object_and_its_pods():
     world, rec = run_recorded(scenario([objects(deployment("tmp", 2), lifetime=300)]))
     assert sorted(t for t, _ in rec.deleted) == [300, 300]
     assert "Deployment/default/tmp" not in world.controllers and not world.records
+
+
+@pytest.mark.parametrize(
+    ("obj", "key", "nodes", "prefix"),
+    [
+        (deployment("web", 3), "Deployment/default/web", ["n-0", "n-0", "n-0"], "web-"),
+        (deployment("web", 3), "Deployment/default/web", ["n-1"], "web-"),
+        (_sts("OrderedReady", replicas=3), "StatefulSet/default/db", [None, "n-2", "n-2"], "db-"),
+        (job("crunch", parallelism=2, completions=2), "Job/default/crunch", ["n-1", "n-1"], "crunch-"),
+    ],
+)
+def test_placement_creates_the_first_pods_bound_to_their_nodes(
+    obj: dict, key: str, nodes: list, prefix: str
+) -> None:
+    """A scenario's ``placement`` (what ``harmonic snapshot`` writes for running pods): the listed
+    pods are created already bound, in creation order; the rest go through the scheduler."""
+    entry = objects(obj, placement={key: nodes}, **({"duration": "1h"} if obj["kind"] == "Job" else {}))
+    _, rec = run_recorded(scenario([entry]))
+    created = [p for _, p in rec.created if p["metadata"]["name"].startswith(prefix)]
+    given = [p["spec"].get("nodeName") for p in created[: len(nodes)]]
+    assert given == nodes
+    assert all("nodeName" not in p["spec"] for p in created[len(nodes) :])
+    scheduled = {key for _, key, _ in rec.bound}
+    assert all(
+        f"default/{p['metadata']['name']}" not in scheduled for p in created if p["spec"].get("nodeName")
+    )
+
+
+def test_placement_naming_no_object_of_its_entry_is_an_error() -> None:
+    entry = objects(deployment("web", 1), placement={"Deployment/default/other": ["n-0"]})
+    with pytest.raises(ScenarioError, match=r"workloads\[0\]\.placement: 'Deployment/default/other'"):
+        run_recorded(scenario([entry]))
