@@ -24,6 +24,7 @@ import json
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -254,7 +255,7 @@ class LiveFuzz:
         self.procs = [
             Process(
                 "run",
-                ["run", *common, "--bind-address", "127.0.0.1", "--metrics-port", str(metrics)],
+                ["run", *common, "--bind-address", "127.0.0.1", "--secure-port", str(metrics)],
                 self.workdir / "run.log",
             ),
             Process(
@@ -272,13 +273,15 @@ class LiveFuzz:
                 self.workdir / "extender.log",
             ),
         ]
-        for port in (metrics, self._extender_port):
-            _wait(self._ready(port), 120, f"readiness on port {port}")
+        # harmonic run serves kube-scheduler's secure port (HTTPS, a self-signed certificate); /readyz
+        # needs no token there.
+        for port, tls in ((metrics, True), (self._extender_port, False)):
+            _wait(self._ready(port, tls), 120, f"readiness on port {port}")
         if self._dead():
             raise RuntimeError(f"a harmonic process exited at start: see {self.workdir}")
 
-    def _ready(self, port: int) -> Callable[[], bool]:
-        return lambda: _get(port, "/readyz") == 200 or self._dead()
+    def _ready(self, port: int, tls: bool) -> Callable[[], bool]:
+        return lambda: _get(port, "/readyz", tls) == 200 or self._dead()
 
     def _dead(self) -> bool:
         return any(p.exited() is not None for p in self.procs)
@@ -475,9 +478,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _get(port: int, path: str) -> int:
+def _get(port: int, path: str, tls: bool = False) -> int:
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn = (
+            http.client.HTTPSConnection(
+                "127.0.0.1", port, timeout=5, context=ssl._create_unverified_context()
+            )
+            if tls
+            else http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        )
         conn.request("GET", path)
         status = conn.getresponse().status
         conn.close()

@@ -11,6 +11,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from harmonic.cli import main
+from harmonic.cluster.transport import ApiStatusError
 from harmonic.plugins.registry import default_registry
 from harmonic.sim.engine import World
 from harmonic.sim.plan import build_plan
@@ -156,8 +157,15 @@ def test_snapshot_replays_the_clusters_placement(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     header = [line for line in out.read_text().splitlines() if line.startswith("#")]
-    # The real server serves no scheduler-plugins CRDs here: said in the header, not an error.
-    assert any("not served" in line and "PodGroup" in line for line in header), header
+    # Whether the scheduler-plugins CRDs are served depends on the tests before (the gang tests apply
+    # them to the shared control plane); either way the header says so, and it is not an error.
+    try:
+        kube.get("/apis/scheduling.x-k8s.io/v1alpha1")
+        served = True
+    except ApiStatusError:
+        served = False
+    said = any("not served" in line and "PodGroup" in line for line in header)
+    assert said is not served, header
 
     sc = load_scenario_file(out)
     nodes_in = {n["metadata"]["name"]: n for n in sc.cluster.nodes}

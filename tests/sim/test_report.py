@@ -112,6 +112,9 @@ def _metrics(**over: object) -> dict[str, object]:
         "added_latency_ms_per_user_request": 2.0,
         "user_request_latency_ms": {},
         "latency_critical_slowdown_truth": {"mean": 0.1, "p95": 0.2},
+        "batch_slowdown_truth": {"mean": 0.3, "p95": 0.5},
+        "user_request_latency_ms_pooled": {},
+        "application_utilisation": {},
         "truth_perturbed": {
             v: {"latency_critical_slowdown_truth": {"mean": 0.1}} for v in ("x0.5", "x2", "mixed")
         },
