@@ -98,7 +98,10 @@ def _wave(kube: KubeClient, ns: str, scheduler: str, names: list[str], proc: Pro
 
 def _scheduled_once(kube: KubeClient, ns: str, names: list[str]) -> None:
     got = wait_for(
-        lambda: len(e := events(kube, ns, "Scheduled")) >= len(names) and e, 30, "Scheduled events"
+        # Events written while the API server was away are retried with backoff: give them time.
+        lambda: len(e := events(kube, ns, "Scheduled")) >= len(names) and e,
+        90,
+        "Scheduled events",
     )
     assert Counter(e["regarding"]["name"] for e in got) == Counter(names)
 

@@ -45,7 +45,9 @@ def _pod(name: str, app: str, node: str | None, owner: Obj | None = None, **labe
                 "controller": True,
             }
         ]
-    spec = _template(app)["spec"]
+    # A scheduler no one serves: on the shared control plane another test's kube-scheduler may still
+    # run, and must not bind the pods this test wants pending. The snapshot drops the name.
+    spec = {**_template(app)["spec"], "schedulerName": "snapshot-test-nobody"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
