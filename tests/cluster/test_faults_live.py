@@ -220,6 +220,11 @@ def test_429_with_retry_after(backend: Backend, proxy: FaultProxy, tmp_path: Pat
         backend.nodes(NODES)
         throttled = proxy.answer(429, retry_after=1, times=3, **match)
         proxy.cut_streams()  # the informers relist and watch again, through the throttle
+        # Pods that arrive before the nodes' relist are (rightly) unschedulable for a moment: this test
+        # is about the throttle, so it lets the nodes in first.
+        wait_until(
+            lambda: len(harmonic.live.scheduler.cache.snapshot.names()) >= NODES, what="the nodes cached"
+        )
         names = _names("p", 8)
         backend.pods(names)
         _all_bound(backend, names)
