@@ -275,8 +275,13 @@ class LiveFuzz:
         ]
         # harmonic run serves kube-scheduler's secure port (HTTPS, a self-signed certificate); /readyz
         # needs no token there.
-        for port, tls in ((metrics, True), (self._extender_port, False)):
-            _wait(self._ready(port, tls), 120, f"readiness on port {port}")
+        try:
+            for port, tls in ((metrics, True), (self._extender_port, False)):
+                _wait(self._ready(port, tls), 120, f"readiness on port {port}")
+        except BaseException:
+            for p in self.procs:  # never leave them running when the start fails
+                p.stop()
+            raise
         if self._dead():
             raise RuntimeError(f"a harmonic process exited at start: see {self.workdir}")
 
